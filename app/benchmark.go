@@ -1,0 +1,249 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/epbench/epbench/bench"
+	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/cpuref"
+	"github.com/epbench/epbench/report"
+	"github.com/epbench/epbench/routing"
+	"github.com/epbench/epbench/stats"
+	"github.com/epbench/epbench/validate"
+)
+
+// Platform is one rank's backend with what surrounds it: kernel timing, the
+// profiler region, the topology block and the GPU memory readings.
+type Platform struct {
+	Backend     bench.Backend
+	Kernel      bench.KernelTimer // nil: KernelNote says why
+	KernelNote  string
+	BeforeTimed func() error
+	AfterTimed  func() error
+	Topology    []string              // lines printed after the header (rank 0's)
+	GroupMs     float64               // peer exchange time inside the set-up
+	Memory      func() *report.Memory // nil on the CPU
+	NumBlocks   int                   // grid size actually used (0 = not applicable)
+}
+
+// GPUPlatform is what the CUDA executable adds for the benchmark.
+type GPUPlatform interface {
+	Platform(w *World, cfg *config.Config) (*Platform, error)
+}
+
+// benchmark runs the measurement with the chosen backend.
+func benchmark(args []string, opts Options) error {
+	cfg, done, err := parseRun(args)
+	if done || err != nil {
+		return err
+	}
+	backend := cfg.Backend
+	if backend == config.BackendAuto {
+		backend = config.BackendCPU
+		if opts.CUDA != nil || gpuCount() > 0 {
+			backend = config.BackendCUDA
+		}
+	}
+	if backend == config.BackendCUDA {
+		if cfg.DispatchDtype != config.DtypeBF16 {
+			return Usagef("--dispatch-dtype: %s is not supported by the cuda backend yet", cfg.DispatchDtype)
+		}
+		if opts.CUDA == nil {
+			return handOver(args)
+		}
+	}
+
+	t0 := time.Now()
+	w, err := startMPI()
+	if err != nil {
+		return err
+	}
+	mpiMs := float64(time.Since(t0).Microseconds()) / 1000
+	err = measure(w, cfg, backend, opts, mpiMs)
+	if err != nil && CodeOf(err) != ExitUsage && CodeOf(err) != ExitValidation {
+		// A failure on one rank leaves the others waiting in a collective.
+		code := ExitRuntime
+		var pt bench.PeerTimeout
+		if errors.As(err, &pt) {
+			code = ExitTimeout
+		}
+		abortMPI(w, code, err)
+	}
+	stopMPI(w)
+	return err
+}
+
+// measure is the run on an initialised MPI world; every rank returns the
+// same usage and validation verdicts.
+func measure(w *World, cfg *config.Config, backend string, opts Options, mpiMs float64) error {
+	if err := cfg.CheckRanks(w.Size); err != nil {
+		return Usage(err)
+	}
+	shape := bench.ShapeOf(cfg, w.Rank, w.Size)
+
+	t0 := time.Now()
+	var plat *Platform
+	var err error
+	if backend == config.BackendCUDA {
+		plat, err = opts.CUDA.Platform(w, cfg)
+	} else {
+		var b bench.Backend
+		b, err = cpuref.New(w.Comm, shape, cfg)
+		plat = &Platform{Backend: b, KernelNote: report.NoteCPUBackend}
+	}
+	if err != nil {
+		return Runtime(err)
+	}
+	defer plat.Backend.Close()
+	setupMs := float64(time.Since(t0).Microseconds()) / 1000
+
+	idx0, err := routing.TopK(cfg.Tokens, cfg.Experts, cfg.TopK, routing.GenSeed(cfg.Seed, w.Rank, w.Size, 0))
+	if err != nil {
+		return Runtime(err)
+	}
+	sel := stats.Selections(idx0)
+	run := &bench.Run{
+		Cfg: cfg, Comm: w.Comm, Backend: plat.Backend,
+		Kernel: plat.Kernel, KernelNote: plat.KernelNote,
+		BeforeTimed: plat.BeforeTimed, AfterTimed: plat.AfterTimed,
+		Selections:    sel,
+		DispatchBytes: stats.DispatchBytes(sel, cfg.Hidden, dtypeOf(cfg)),
+		CombineBytes:  stats.CombineBytes(sel, cfg.Hidden),
+	}
+	if cfg.Validate {
+		if run.Validate, err = validator(shape, cfg); err != nil {
+			return Runtime(err)
+		}
+	}
+
+	m, err := run.Loop()
+	if err != nil {
+		return Runtime(err)
+	}
+	sum, per, err := run.Summarize(m)
+	if err != nil {
+		return Runtime(err)
+	}
+	res := &report.Result{
+		Config:   reportConfig(cfg, w.Size, backend, plat),
+		Topology: plat.Topology,
+		Summary:  sum,
+		PerRank:  per,
+	}
+	c := bench.StatsComm(w.Comm)
+	group, err := stats.Reduce(c, stats.KernelOnly, stats.Local{Sample: stats.Sample{Avg: mpiMs + plat.GroupMs, N: 1}})
+	if err != nil {
+		return Runtime(err)
+	}
+	handle, err := stats.Reduce(c, stats.KernelOnly, stats.Local{Sample: stats.Sample{Avg: setupMs - plat.GroupMs, N: 1}})
+	if err != nil {
+		return Runtime(err)
+	}
+	res.Setup = &report.Setup{Ranks: w.Size, GroupCreationMS: report.StatFrom(group), HandleCreationMS: report.StatFrom(handle)}
+	if plat.Memory != nil {
+		res.Memory = plat.Memory()
+	}
+	failed := false
+	if m.Check != nil {
+		rep := validate.Report{DispatchOK: m.Check.DispatchOK, CombineOK: m.Check.CombineOK}
+		gd, gc, err := validate.Global(w.Comm, rep)
+		if err != nil {
+			return Runtime(err)
+		}
+		res.Validation = &report.Validation{
+			Dispatch:       report.Check{Passed: m.Check.DispatchOK, Detail: failureDetail(m.Check, true)},
+			Combine:        report.Check{Passed: m.Check.CombineOK, Detail: failureDetail(m.Check, false)},
+			CalcDiff:       m.Check.CalcDiff,
+			GlobalDispatch: gd,
+			GlobalCombine:  gc,
+		}
+		failed = !gd || !gc
+		if m.Check.Detail != "" {
+			fmt.Fprintf(os.Stderr, "epbench: validation: %s\n", m.Check.Detail)
+		}
+	}
+	if w.Rank == 0 {
+		if err := writeResult(os.Stdout, cfg, res); err != nil {
+			return Runtime(err)
+		}
+	}
+	if failed {
+		return &ExitError{Code: ExitValidation, Err: errors.New("validation failed (see the Data Validation block)")}
+	}
+	return nil
+}
+
+func failureDetail(c *bench.Check, dispatch bool) string {
+	if (dispatch && c.DispatchOK) || (!dispatch && c.CombineOK) {
+		return ""
+	}
+	return c.Detail
+}
+
+func writeResult(out io.Writer, cfg *config.Config, res *report.Result) error {
+	if err := report.WriteText(out, res); err != nil {
+		return err
+	}
+	if cfg.JSONPath == "" {
+		return nil
+	}
+	f, err := os.Create(cfg.JSONPath)
+	if err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	if err := report.WriteJSON(f, res); err != nil {
+		f.Close()
+		return fmt.Errorf("--json: %w", err)
+	}
+	return f.Close()
+}
+
+// validator checks outputs against expectations computed from the routing
+// and inputs alone; every rank's topk_idx of each routing is regenerated once
+// here, outside the timed loop.
+func validator(shape bench.Shape, cfg *config.Config) (bench.Validator, error) {
+	tables := make([][]int64, max(cfg.Reroute, 1))
+	for j := range tables {
+		t, err := validate.RoutingTopK(shape, cfg.Seed, j)
+		if err != nil {
+			return nil, err
+		}
+		tables[j] = t
+	}
+	return func(o *bench.Outputs, j int) (bench.Check, error) {
+		rep := validate.Check(validate.Input{Shape: shape, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: tables[j]}, o)
+		return bench.Check{DispatchOK: rep.DispatchOK, CombineOK: rep.CombineOK, CalcDiff: rep.CalcDiff, Detail: rep.First}, nil
+	}, nil
+}
+
+func dtypeOf(cfg *config.Config) stats.DType {
+	if cfg.DispatchDtype == config.DtypeFP8E4M3 {
+		return stats.FP8E4M3
+	}
+	return stats.BF16
+}
+
+func reportConfig(cfg *config.Config, ranks int, backend string, plat *Platform) report.Config {
+	cupti := "enabled (kernel-level GPU timing available)"
+	switch {
+	case backend == config.BackendCPU:
+		cupti = "not applicable (cpu backend)"
+	case !cfg.KernelTiming:
+		cupti = "disabled (--no-kernel-timing)"
+	case cfg.CUPTIRegion:
+		cupti = "disabled (--cupti-region: external profiler)"
+	case plat.Kernel == nil:
+		cupti = "unavailable"
+	}
+	return report.Config{
+		Algorithm: cfg.Algorithm.String(), Layout: cfg.Layout.String(), Ranks: ranks,
+		NumBlocks: cfg.NumBlocks, Tokens: cfg.Tokens, Hidden: cfg.Hidden, TopK: cfg.TopK,
+		Experts: cfg.Experts, LocalExperts: cfg.LocalExperts(ranks), Warmup: cfg.Warmup, Iters: cfg.Iters,
+		DispatchDType: cfg.DispatchDtype.String(), ProfileMode: cfg.CUPTIRegion, NVLink: backend == config.BackendCUDA,
+		Validate: cfg.Validate, CUPTI: cupti, Backend: backend, CombineMode: cfg.CombineMode.String(),
+	}
+}

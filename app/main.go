@@ -1,0 +1,113 @@
+// Package app is the epbench command: subcommands, backend choice, the
+// hand-over to the CUDA executable, MPI start and stop, and exit codes.
+// Both executables run it; only bin/epbench-cuda passes a CUDA implementation.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/epbench/epbench/config"
+)
+
+// CUDA is what the CUDA executable adds to the common command.
+type CUDA interface {
+	// Devices prints each rank's GPU and peer reachability (rank 0 writes).
+	Devices(w *World, out io.Writer) error
+	GPUPlatform
+}
+
+// Options configures Main.
+type Options struct {
+	CUDA CUDA // nil in bin/epbench
+}
+
+// Main runs the command line args (without the program name) and returns the
+// process exit code. Errors are printed here, once.
+func Main(args []string, opts Options) int {
+	err := dispatch(args, opts)
+	if err != nil {
+		var ee *ExitError
+		usage := errors.As(err, &ee) && ee.Code == ExitUsage
+		if !usage || launcherRank() == 0 {
+			Report(os.Stderr, err)
+		}
+	}
+	return CodeOf(err)
+}
+
+func dispatch(args []string, opts Options) error {
+	sub, rest := config.Subcommand(args)
+	switch sub {
+	case "version":
+		fmt.Printf("epbench %s\n", Version)
+		return nil
+	case "devices":
+		return devices(rest, opts)
+	case "routing":
+		return routingCmd(rest, os.Stdout)
+	case "compare":
+		return compareCmd(rest, os.Stdout)
+	case "":
+		return benchmark(args, opts)
+	default:
+		return Usagef("%s: unknown subcommand", sub)
+	}
+}
+
+// parseRun parses the benchmark's flags, handling --help and --version.
+func parseRun(args []string) (*config.Config, bool, error) {
+	cfg, err := config.Parse(args, os.Getenv)
+	if errors.Is(err, config.ErrHelp) {
+		if launcherRank() == 0 {
+			fmt.Print(config.Usage())
+		}
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, Usage(err)
+	}
+	if cfg.ShowVersion {
+		if launcherRank() == 0 {
+			fmt.Printf("epbench %s\n", Version)
+		}
+		return nil, true, nil
+	}
+	if n := launcherSize(); n > 0 {
+		if err := cfg.CheckRanks(n); err != nil {
+			return nil, false, Usage(err)
+		}
+	}
+	return cfg, false, nil
+}
+
+// devices runs the GPU check; in bin/epbench it hands over to the CUDA
+// executable, or says that this node has no GPU.
+func devices(args []string, opts Options) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Println("usage: mpirun -np N epbench devices\n\nPrints each rank's GPU (name, PCI bus id, memory) and whether each peer GPU is reachable by P2P.")
+		return nil
+	}
+	if len(args) > 0 {
+		return Usagef("devices: unexpected argument %q", args[0])
+	}
+	if opts.CUDA == nil {
+		if gpuCount() == 0 {
+			return Runtimef("devices: no NVIDIA GPU on this node (NVML reports none)")
+		}
+		return handOver(append([]string{"devices"}, args...))
+	}
+	w, err := startMPI()
+	if err != nil {
+		return err
+	}
+	if err := opts.CUDA.Devices(w, os.Stdout); err != nil {
+		abortMPI(w, CodeOf(err), err)
+		stopMPI(w)
+		return err
+	}
+	stopMPI(w)
+	return nil
+}

@@ -1,0 +1,376 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Limits enforced by Parse and Check.
+const (
+	// MaxTokens bounds tokens per rank. Each local expert receives up to
+	// ranks*tokens tokens, so at 4096 tokens, 8 ranks and hidden 7168 one
+	// local expert's BF16 receive buffer is already 470 MB; low-latency
+	// decoding batches are far smaller.
+	MaxTokens = 4096
+	// MaxHidden is the largest hidden size the low-latency kernels support.
+	MaxHidden = 16384
+	// HiddenAlign: hidden must be a whole number of 128-channel blocks,
+	// the unit of vectorised copies and of FP8 scales.
+	HiddenAlign = 128
+	// MinValidateHidden: validation writes the token index into the last
+	// 128 channels and the sender's rank into the others, so it needs at
+	// least two blocks.
+	MinValidateHidden = 256
+	// MaxTopK is the most experts one token may select.
+	MaxTopK = 32
+	// MaxExperts bounds the global expert count, well above any published
+	// model, so per-expert arrays stay small.
+	MaxExperts = 4096
+	// MaxIters bounds warm-up and timed iterations and --reroute: four
+	// CUDA events per timed iteration are created up front.
+	MaxIters = 1000000
+	// MaxRanks: validation encodes (rank-128) in BF16, which holds
+	// integers exactly only up to 256 in magnitude.
+	MaxRanks = 256
+)
+
+// Config is one benchmark run. Parse fills it from the command line and
+// the environment; Default gives ep_bench's defaults.
+type Config struct {
+	Algorithm Algorithm
+	Layout    Layout
+
+	Tokens  int // tokens per rank (ep_bench's max_dispatch_tokens_per_rank)
+	Hidden  int // channels per token
+	TopK    int // experts selected per token
+	Experts int // experts across all ranks
+	Warmup  int // paired dispatch+combine iterations before timing
+	Iters   int // timed paired iterations; the first is dropped when Iters > 1
+
+	DispatchDtype DispatchDtype
+	CombineMode   CombineMode
+	NumBlocks     int // dispatch/combine grid size; 0 = chosen by the backend
+
+	KernelTiming bool // measure kernel-only times with in-process CUPTI
+	CUPTIRegion  bool // bracket only the timed loop with cudaProfilerStart/Stop
+
+	Validate      bool   // check dispatch and combine results after timing
+	ValidateEvery int    // also check every N timed iterations; 0 = never
+	Seed          uint32 // routing seed; rank r draws from Seed+r
+	Reroute       int    // distinct routing draws cycled through; 1 = fixed routing
+	TimeoutMs     int    // how long a spin-wait or barrier waits for a peer
+
+	JSONPath    string // write the result as JSON here as well
+	Backend     string // BackendAuto, BackendCUDA or BackendCPU
+	PTXDir      string // development: load kernels from here instead of the embedded PTX
+	ShowVersion bool   // print the version and exit
+}
+
+// configInt ties an integer flag to its Config field.
+type configInt struct {
+	intFlag
+	field func(*Config) *int
+}
+
+var configInts = []configInt{
+	{intFlag{name: "num-tokens", short: "t", alias: "tokens", env: "EPBENCH_TOKENS",
+		def: 128, lo: 1, hi: MaxTokens, usage: "tokens per rank"},
+		func(c *Config) *int { return &c.Tokens }},
+	{intFlag{name: "hidden", short: "d", env: "EPBENCH_HIDDEN",
+		def: 7168, lo: 1, hi: MaxHidden, multiple: HiddenAlign, usage: "hidden size, a multiple of 128"},
+		func(c *Config) *int { return &c.Hidden }},
+	{intFlag{name: "num-topk", short: "k", alias: "top-k", env: "EPBENCH_TOPK",
+		def: 8, lo: 1, hi: MaxTopK, usage: "experts selected per token"},
+		func(c *Config) *int { return &c.TopK }},
+	{intFlag{name: "num-experts", short: "e", alias: "experts", env: "EPBENCH_EXPERTS",
+		def: 256, lo: 1, hi: MaxExperts, usage: "experts across all ranks, divisible by the rank count"},
+		func(c *Config) *int { return &c.Experts }},
+	{intFlag{name: "num-warmup", short: "w", alias: "warmup", env: "EPBENCH_WARMUP",
+		def: 10, lo: 0, hi: MaxIters, usage: "untimed paired iterations"},
+		func(c *Config) *int { return &c.Warmup }},
+	{intFlag{name: "num-iters", short: "i", alias: "iters", env: "EPBENCH_ITERS",
+		def: 50, lo: 1, hi: MaxIters, usage: "timed paired iterations"},
+		func(c *Config) *int { return &c.Iters }},
+	{intFlag{name: "num-blocks", def: 0, lo: 0, hi: maxCount,
+		usage: "thread blocks per dispatch/combine kernel; 0 = automatic"},
+		func(c *Config) *int { return &c.NumBlocks }},
+	{intFlag{name: "validate-every", def: 0, lo: 0, hi: maxCount,
+		usage: "also validate every `N` timed iterations; 0 = never"},
+		func(c *Config) *int { return &c.ValidateEvery }},
+	{intFlag{name: "reroute", def: 1, lo: 1, hi: MaxIters,
+		usage: "distinct routing draws cycled through the iterations"},
+		func(c *Config) *int { return &c.Reroute }},
+	{intFlag{name: "timeout-ms", def: 5000, lo: 1, hi: maxCount,
+		usage: "milliseconds to wait for a peer before giving up"},
+		func(c *Config) *int { return &c.TimeoutMs }},
+}
+
+// Default returns ep_bench's low-latency defaults.
+func Default() *Config {
+	c := &Config{
+		Algorithm:     LowLatency,
+		Layout:        ExpertMajor,
+		DispatchDtype: DtypeBF16,
+		CombineMode:   RankLocalReduce,
+		KernelTiming:  true,
+		Seed:          1,
+	}
+	for _, f := range configInts {
+		*f.field(c) = f.def
+	}
+	return c
+}
+
+// bindConfig defines the benchmark's flags on fs, writing into c.
+func bindConfig(fs *pflag.FlagSet, c *Config, help *bool) {
+	bindInts := func(names ...string) {
+		for _, name := range names {
+			for _, f := range configInts {
+				if f.name == name {
+					f.bind(fs, f.field(c))
+				}
+			}
+		}
+	}
+	bindChoice(fs, "algorithm", "a", "algorithm `MODE`: ll (or low-latency); high-throughput is not supported",
+		func() string { return c.Algorithm.flagValue() },
+		func(s string) (err error) { c.Algorithm, err = parseAlgorithm(s); return err })
+	bindChoice(fs, "layout", "L", "receive `LAYOUT`: em (or expert-major); rank-major is not implemented yet",
+		func() string { return c.Layout.flagValue() },
+		func(s string) (err error) { c.Layout, err = parseLayout(s); return err })
+	bindInts("num-tokens", "hidden", "num-topk", "num-experts", "num-warmup", "num-iters")
+	bindChoice(fs, "dispatch-dtype", "", "dispatch payload `DTYPE`: bf16 or fp8_e4m3",
+		func() string { return c.DispatchDtype.flagValue() },
+		func(s string) (err error) { c.DispatchDtype, err = parseDispatchDtype(s); return err })
+	bindChoice(fs, "combine-mode", "", "combine `MODE`: rank_local_reduce or direct_send",
+		func() string { return c.CombineMode.String() },
+		func(s string) (err error) { c.CombineMode, err = parseCombineMode(s); return err })
+	bindInts("num-blocks")
+	bindBool(fs, &c.KernelTiming, "no-kernel-timing", "", true, "skip the kernel-only (CUPTI) measurement")
+	bindBool(fs, &c.CUPTIRegion, "cupti-region", "", false,
+		"bracket only the timed loop with cudaProfilerStart/Stop, for nsys --capture-range=cudaProfilerApi")
+	// --cupti-inproc names the only kernel timer there is; it is accepted
+	// for command lines written for the Python benchmark.
+	v := &value{
+		kind: "bool",
+		get:  func() string { return "true" },
+		set: func(s string) error {
+			b, err := parseBool(s)
+			if err != nil {
+				return err
+			}
+			if !b {
+				return fmt.Errorf("in-process CUPTI is the only kernel timer; use --no-kernel-timing to turn it off")
+			}
+			return nil
+		},
+	}
+	fs.VarPF(v, "cupti-inproc", "", "time kernels with the in-process CUPTI collector (always on)").NoOptDefVal = "true"
+	bindBool(fs, &c.Validate, "validate", "V", false, "check dispatch and combine results after timing")
+	bindInts("validate-every")
+	bindSeed(fs, &c.Seed, "routing seed; rank r draws from seed+r (decimal or 0x hex)")
+	bindInts("reroute", "timeout-ms")
+	bindPath(fs, &c.JSONPath, "json", "file", "also write the result as JSON to `FILE`")
+	bindChoice(fs, "backend", "", "compute `BACKEND`: cuda, cpu or auto (default auto: cuda when a GPU is usable)",
+		func() string { return c.Backend },
+		func(s string) (err error) { c.Backend, err = parseBackend(s); return err })
+	bindPath(fs, &c.PTXDir, "ptx-dir", "directory", "development: load kernel PTX from `DIR`")
+	bindBool(fs, help, "help", "h", false, "print this help and exit")
+	bindBool(fs, &c.ShowVersion, "version", "", false, "print the version and exit")
+}
+
+// Parse reads the benchmark's flags from args (without the program name)
+// and fills the problem size from EPBENCH_* variables, looked up with
+// getenv, for any size flag that args does not set; getenv may be nil.
+//
+// With -h/--help it returns ErrHelp. With --version it returns a Config
+// with ShowVersion set and skips the environment and all cross-flag
+// checks. Every other error is a *UsageError.
+func Parse(args []string, getenv func(string) string) (*Config, error) {
+	c := Default()
+	var help bool
+	fs := newFlagSet("epbench")
+	bindConfig(fs, c, &help)
+	if err := rejectTestFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, fromPflag(err)
+	}
+	if help {
+		return nil, ErrHelp
+	}
+	if c.ShowVersion {
+		return c, nil
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		return nil, usageErr(strconv.Quote(rest[0]), "unexpected positional argument")
+	}
+	source := map[string]string{}
+	if getenv != nil {
+		for _, f := range configInts {
+			if f.env == "" || fs.Changed(f.name) {
+				continue
+			}
+			raw := strings.TrimSpace(getenv(f.env))
+			if raw == "" {
+				continue
+			}
+			n, err := f.parse(raw)
+			if err != nil {
+				return nil, usageErr(f.env, err.Error())
+			}
+			*f.field(c) = n
+			source[f.name] = f.env
+		}
+	}
+	if err := c.check(source); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Check reports the first problem with a Config built or changed in code
+// (for example by a sweep), with the same messages Parse gives.
+func (c *Config) Check() error {
+	return c.check(nil)
+}
+
+// check validates every field. source maps a flag name to the environment
+// variable its value came from, so messages name what the user set.
+func (c *Config) check(source map[string]string) error {
+	label := func(name string) string {
+		if env, ok := source[name]; ok {
+			return env
+		}
+		return "--" + name
+	}
+	if _, err := parseAlgorithm(c.Algorithm.flagValue()); err != nil {
+		return usageErr("--algorithm", err.Error())
+	}
+	if _, err := parseLayout(c.Layout.flagValue()); err != nil {
+		return usageErr("--layout", err.Error())
+	}
+	for _, f := range configInts {
+		if err := f.check(*f.field(c)); err != nil {
+			return usageErr(label(f.name), err.Error())
+		}
+	}
+	if _, err := parseDispatchDtype(c.DispatchDtype.flagValue()); err != nil {
+		return usageErr("--dispatch-dtype", err.Error())
+	}
+	if _, err := parseCombineMode(c.CombineMode.String()); err != nil {
+		return usageErr("--combine-mode", err.Error())
+	}
+	switch c.Backend {
+	case BackendAuto, BackendCUDA, BackendCPU:
+	default:
+		return usageErr("--backend", fmt.Sprintf("unknown value %q (want cuda, cpu or auto)", c.Backend))
+	}
+	if c.TopK > c.Experts {
+		return usageErr(label("num-topk"),
+			fmt.Sprintf("must not exceed %s, got %d > %d", label("num-experts"), c.TopK, c.Experts))
+	}
+	if (c.Validate || c.ValidateEvery > 0) && c.Hidden < MinValidateHidden {
+		flag := "--validate"
+		if !c.Validate {
+			flag = "--validate-every"
+		}
+		return usageErr(flag, fmt.Sprintf("needs %s of at least %d, got %d", label("hidden"), MinValidateHidden, c.Hidden))
+	}
+	return nil
+}
+
+// CheckRanks reports whether the configuration can run on ranks processes.
+func (c *Config) CheckRanks(ranks int) error {
+	return checkRanks(ranks, "ranks", c.Experts, "--num-experts")
+}
+
+func checkRanks(ranks int, ranksLabel string, experts int, expertsLabel string) error {
+	if ranks < 1 {
+		return usageErr(ranksLabel, fmt.Sprintf("must be at least 1, got %d", ranks))
+	}
+	if ranks > MaxRanks {
+		return usageErr(ranksLabel, fmt.Sprintf("must be at most %d, got %d", MaxRanks, ranks))
+	}
+	if experts%ranks != 0 {
+		return usageErr(expertsLabel,
+			fmt.Sprintf("must be divisible by the number of ranks, got %d experts over %d ranks", experts, ranks))
+	}
+	return nil
+}
+
+// CheckNumBlocks reports whether an explicit --num-blocks fits a device
+// with smCount streaming multiprocessors. Zero (automatic) always fits.
+func (c *Config) CheckNumBlocks(smCount int) error {
+	if c.NumBlocks == 0 {
+		return nil
+	}
+	if smCount < 1 {
+		return fmt.Errorf("config: SM count must be positive, got %d", smCount)
+	}
+	if c.NumBlocks > smCount {
+		return usageErr("--num-blocks",
+			fmt.Sprintf("must be at most the device's %d SMs, got %d", smCount, c.NumBlocks))
+	}
+	return nil
+}
+
+// LocalExperts is the number of experts each of ranks processes hosts, or
+// 0 when ranks is not positive.
+func (c *Config) LocalExperts(ranks int) int {
+	if ranks < 1 {
+		return 0
+	}
+	return c.Experts / ranks
+}
+
+// Timeout is TimeoutMs as a duration.
+func (c *Config) Timeout() time.Duration {
+	return time.Duration(c.TimeoutMs) * time.Millisecond
+}
+
+// Args renders c as a canonical argument list with long flag names and
+// "--flag=value" spellings. Every value-taking flag is written out, so
+// Parse(c.Args(), getenv) gives back c whatever the environment holds;
+// switches appear only when they differ from the default.
+func (c *Config) Args() []string {
+	out := []string{
+		"--algorithm=" + c.Algorithm.flagValue(),
+		"--layout=" + c.Layout.flagValue(),
+	}
+	for _, f := range configInts {
+		out = append(out, "--"+f.name+"="+strconv.Itoa(*f.field(c)))
+	}
+	out = append(out,
+		"--dispatch-dtype="+c.DispatchDtype.flagValue(),
+		"--combine-mode="+c.CombineMode.String(),
+		"--seed="+strconv.FormatUint(uint64(c.Seed), 10),
+	)
+	if !c.KernelTiming {
+		out = append(out, "--no-kernel-timing")
+	}
+	if c.CUPTIRegion {
+		out = append(out, "--cupti-region")
+	}
+	if c.Validate {
+		out = append(out, "--validate")
+	}
+	if c.JSONPath != "" {
+		out = append(out, "--json="+c.JSONPath)
+	}
+	if c.Backend != BackendAuto {
+		out = append(out, "--backend="+c.Backend)
+	}
+	if c.PTXDir != "" {
+		out = append(out, "--ptx-dir="+c.PTXDir)
+	}
+	if c.ShowVersion {
+		out = append(out, "--version")
+	}
+	return out
+}

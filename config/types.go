@@ -1,0 +1,167 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Algorithm is the expert-parallel mode. Only low latency is implemented.
+type Algorithm int
+
+// LowLatency is ep_bench's LL mode; it is the zero value.
+const LowLatency Algorithm = 0
+
+// String returns the name ep_bench prints in its configuration header.
+func (a Algorithm) String() string {
+	if a == LowLatency {
+		return "LOW_LATENCY"
+	}
+	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
+}
+
+func (a Algorithm) flagValue() string {
+	if a == LowLatency {
+		return "ll"
+	}
+	return strconv.Itoa(int(a))
+}
+
+func parseAlgorithm(s string) (Algorithm, error) {
+	switch s {
+	case "ll", "low-latency":
+		return LowLatency, nil
+	case "ht", "high-throughput":
+		return 0, fmt.Errorf("high-throughput mode is not supported")
+	}
+	return 0, fmt.Errorf("unknown value %q (want ll or low-latency)", s)
+}
+
+// Layout is how dispatched tokens are laid out on the receiving rank.
+type Layout int
+
+// ExpertMajor groups received tokens by local expert (ep_bench's LL
+// default); it is the zero value.
+const ExpertMajor Layout = 0
+
+// String returns the name ep_bench prints in its configuration header.
+func (l Layout) String() string {
+	if l == ExpertMajor {
+		return "expert-major"
+	}
+	return "Layout(" + strconv.Itoa(int(l)) + ")"
+}
+
+func (l Layout) flagValue() string {
+	if l == ExpertMajor {
+		return "em"
+	}
+	return strconv.Itoa(int(l))
+}
+
+func parseLayout(s string) (Layout, error) {
+	switch s {
+	case "em", "expert-major":
+		return ExpertMajor, nil
+	case "rm", "rank-major":
+		return 0, fmt.Errorf("rank-major layout is not implemented yet")
+	case "fl", "flat":
+		return 0, fmt.Errorf("flat layout belongs to high-throughput mode, which is not supported")
+	}
+	return 0, fmt.Errorf("unknown value %q (want em or expert-major)", s)
+}
+
+// DispatchDtype is the payload format of dispatched tokens. Combine always
+// carries BF16.
+type DispatchDtype int
+
+const (
+	// DtypeBF16 sends tokens as BF16, hidden*2 bytes each (the default).
+	DtypeBF16 DispatchDtype = iota
+	// DtypeFP8E4M3 sends tokens as FP8 E4M3 with one float32 scale per
+	// 128 channels.
+	DtypeFP8E4M3
+)
+
+// String returns the label used in the summary, e.g. "Dispatch (BF16)".
+func (d DispatchDtype) String() string {
+	switch d {
+	case DtypeBF16:
+		return "BF16"
+	case DtypeFP8E4M3:
+		return "FP8_E4M3"
+	}
+	return "DispatchDtype(" + strconv.Itoa(int(d)) + ")"
+}
+
+func (d DispatchDtype) flagValue() string {
+	switch d {
+	case DtypeBF16:
+		return "bf16"
+	case DtypeFP8E4M3:
+		return "fp8_e4m3"
+	}
+	return strconv.Itoa(int(d))
+}
+
+func parseDispatchDtype(s string) (DispatchDtype, error) {
+	switch s {
+	case "bf16":
+		return DtypeBF16, nil
+	case "fp8_e4m3":
+		return DtypeFP8E4M3, nil
+	}
+	return 0, fmt.Errorf("unknown value %q (want bf16 or fp8_e4m3)", s)
+}
+
+// CombineMode selects the low-latency combine algorithm.
+type CombineMode int
+
+const (
+	// RankLocalReduce reduces the top-k expert outputs on the expert's
+	// rank before sending one partial sum per destination rank (the
+	// default).
+	RankLocalReduce CombineMode = iota
+	// DirectSend sends every expert output back to the token's rank,
+	// which reduces them.
+	DirectSend
+)
+
+// String returns the flag spelling, which is also the reported name.
+func (m CombineMode) String() string {
+	switch m {
+	case RankLocalReduce:
+		return "rank_local_reduce"
+	case DirectSend:
+		return "direct_send"
+	}
+	return "CombineMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+func parseCombineMode(s string) (CombineMode, error) {
+	switch s {
+	case "rank_local_reduce":
+		return RankLocalReduce, nil
+	case "direct_send":
+		return DirectSend, nil
+	}
+	return 0, fmt.Errorf("unknown value %q (want rank_local_reduce or direct_send)", s)
+}
+
+// Backend names accepted by --backend. The empty string means automatic:
+// the caller picks CUDA when a device is usable and the CPU reference
+// otherwise.
+const (
+	BackendAuto = ""
+	BackendCUDA = "cuda"
+	BackendCPU  = "cpu"
+)
+
+func parseBackend(s string) (string, error) {
+	switch s {
+	case "auto":
+		return BackendAuto, nil
+	case BackendCUDA, BackendCPU:
+		return s, nil
+	}
+	return "", fmt.Errorf("unknown value %q (want cuda, cpu or auto)", s)
+}

@@ -1,0 +1,403 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/epbench/epbench/bench"
+	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/kernels"
+	"github.com/epbench/epbench/routing"
+)
+
+// poisonWord is two bf16 NaNs (0x7FC1): what validation finds where an
+// operation did not write.
+const poisonWord = 0x7FC17FC1
+
+// TimeoutError is a kernel's bounded wait that expired.
+type TimeoutError struct {
+	Phase string // "dispatch" or "combine"
+	Peer  int    // the rank that did not arrive
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s: timed out waiting for rank %d", e.Phase, e.Peer)
+}
+
+// Backend is the CUDA implementation of bench.Backend for one rank.
+type Backend struct {
+	shape     bench.Shape
+	cfg       *config.Config
+	dev       *Device
+	transport Transport
+	stream    Stream
+	events    [4]Event
+	module    Module
+	dispatch  Function
+	combine   Function
+	params    *ParamBlock
+	args      kernels.Args
+	grid      int
+	expectD   uint64
+	expectC   uint64
+
+	allocs []cu.DevicePtr
+	errw   uint64
+	x      uint64
+	idx    []uint64 // per routing
+	w      []uint64
+	peers  uint64
+
+	recvX, recvCount, srcInfo, layoutRange, rowPos, out uint64
+	sizes                                              map[uint64]int64
+}
+
+// Layout of the symmetric allocation.
+type symLayout struct {
+	dispatchSignal, combineSignal, dispatchRecv, combineRecv, total int64
+}
+
+func align(n, a int64) int64 { return (n + a - 1) / a * a }
+
+func layoutFor(s bench.Shape) symLayout {
+	R, T, H, K := int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
+	var l symLayout
+	l.dispatchSignal = 0
+	l.combineSignal = align(8*R, 256)
+	l.dispatchRecv = l.combineSignal + align(8*R, 256)
+	l.combineRecv = l.dispatchRecv + align(R*T*int64(kernels.MessageBytes(s.TopK, s.Hidden)), 256)
+	l.total = l.combineRecv + align(max(T*K, R*T)*H*2, 256)
+	return l
+}
+
+// MemoryNeeded is the device memory a rank needs for shape s with the given
+// number of routings.
+func MemoryNeeded(s bench.Shape, routings int) int64 {
+	L, R, T, H, K := int64(s.LocalExperts()), int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
+	local := L*R*T*H*2 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + T*H*2 + int64(routings)*(T*K*8+T*K*4)
+	return layoutFor(s).total + local + 8*R + 256
+}
+
+// NewBackend sets a rank up: module, symmetric memory shared with every
+// peer, inputs of every routing, outputs. On error everything is released.
+func NewBackend(dev *Device, g Gatherer, t Transport, shape bench.Shape, cfg *config.Config) (*Backend, error) {
+	if cfg.DispatchDtype != config.DtypeBF16 {
+		return nil, fmt.Errorf("--dispatch-dtype %s: the cuda backend dispatches BF16 only for now", cfg.DispatchDtype)
+	}
+	b := &Backend{shape: shape, cfg: cfg, dev: dev, transport: t, sizes: map[uint64]int64{}}
+	if err := b.setup(g); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Backend) setup(g Gatherer) error {
+	s, cfg := b.shape, b.cfg
+	if s.TopK > 32 || s.Ranks > 256 {
+		return fmt.Errorf("the kernels support top-k ≤ 32 and ≤ 256 ranks")
+	}
+	need := MemoryNeeded(s, cfg.Reroute)
+	free, _, err := cu.MemInfo()
+	if err != nil {
+		return fmt.Errorf("cuMemGetInfo: %w", err)
+	}
+	if need > free {
+		return fmt.Errorf("this configuration needs %d MiB of GPU memory per rank, %d MiB are free", need>>20, free>>20)
+	}
+	b.grid = b.dev.Info.SMs
+	if cfg.NumBlocks > 0 {
+		if err := cfg.CheckNumBlocks(b.dev.Info.SMs); err != nil {
+			return err
+		}
+		b.grid = cfg.NumBlocks
+	}
+	// Every rank must launch the same grid: arrival counts are per block.
+	grids, err := allgatherInt(g, b.grid)
+	if err != nil {
+		return fmt.Errorf("exchanging grid sizes: %w", err)
+	}
+	for _, v := range grids {
+		b.grid = min(b.grid, v)
+	}
+
+	ptx, err := kernels.PTX(cfg.PTXDir)
+	if err != nil {
+		return err
+	}
+	if b.module, err = LoadModule(ptx); err != nil {
+		return fmt.Errorf("loading the LL kernels: %w", err)
+	}
+	if b.dispatch, err = b.module.Function(kernels.DispatchKernel); err != nil {
+		return err
+	}
+	if b.combine, err = b.module.Function(kernels.CombineKernel); err != nil {
+		return err
+	}
+	if b.stream, err = NewStream(); err != nil {
+		return err
+	}
+	for i := range b.events {
+		if b.events[i], err = NewEvent(); err != nil {
+			return err
+		}
+	}
+	b.params = NewParamBlock(kernels.ArgsSize)
+
+	lay := layoutFor(s)
+	local, peers, err := b.transport.Alloc(lay.total)
+	if err != nil {
+		return err
+	}
+	if err := MemsetD32Async(local, 0, int(lay.total/4), b.stream); err != nil {
+		return err
+	}
+	if err := b.stream.Sync(); err != nil {
+		return err
+	}
+
+	L, R, T, H, K := s.LocalExperts(), s.Ranks, s.Tokens, s.Hidden, s.TopK
+	alloc := func(n int64) (uint64, error) {
+		p, err := cu.MemAlloc(max(n, 4))
+		if err != nil {
+			return 0, fmt.Errorf("cuMemAlloc(%d): %w", n, err)
+		}
+		b.allocs = append(b.allocs, p)
+		b.sizes[uint64(p)] = max(n, 4)
+		return uint64(p), nil
+	}
+	var allocErr error
+	must := func(n int64) uint64 {
+		if allocErr != nil {
+			return 0
+		}
+		p, err := alloc(n)
+		allocErr = err
+		return p
+	}
+	b.peers = must(int64(8 * R))
+	b.errw = must(4)
+	b.x = must(int64(T * H * 2))
+	b.recvX = must(int64(L) * int64(R*T) * int64(H) * 2)
+	b.recvCount = must(int64(4 * L))
+	b.srcInfo = must(int64(4 * L * R * T))
+	b.layoutRange = must(int64(8 * L * R))
+	b.rowPos = must(int64(4 * R * T * K))
+	b.out = must(int64(T * H * 2))
+	for j := 0; j < cfg.Reroute; j++ {
+		b.idx = append(b.idx, must(int64(T*K*8)))
+		b.w = append(b.w, must(int64(T*K*4)))
+	}
+	if allocErr != nil {
+		return allocErr
+	}
+
+	// Inputs: token rows and weights as ep_bench makes them, one routing per j.
+	rows, err := routing.TokenRows(s.Rank, T, H)
+	if err != nil {
+		return err
+	}
+	if err := CopyToDevice(b.x, u16bytes(rows), b.stream); err != nil {
+		return err
+	}
+	weights, err := routing.Weights(s.Rank, T, K)
+	if err != nil {
+		return err
+	}
+	for j := 0; j < cfg.Reroute; j++ {
+		idx, err := routing.TopK(T, s.Experts, K, routing.GenSeed(cfg.Seed, s.Rank, R, j))
+		if err != nil {
+			return err
+		}
+		if err := CopyToDevice(b.idx[j], i64bytes(idx), b.stream); err != nil {
+			return err
+		}
+		if err := CopyToDevice(b.w[j], f32bytes(weights), b.stream); err != nil {
+			return err
+		}
+	}
+	pb := make([]byte, 8*R)
+	for r, p := range peers {
+		binary.LittleEndian.PutUint64(pb[8*r:], p)
+	}
+	if err := CopyToDevice(b.peers, pb, b.stream); err != nil {
+		return err
+	}
+	if err := MemsetD32Async(b.errw, 0, 1, b.stream); err != nil {
+		return err
+	}
+
+	b.args = kernels.Args{
+		Peers: b.peers, Err: b.errw, X: b.x,
+		RecvX: b.recvX, RecvCount: b.recvCount, SrcInfo: b.srcInfo, LayoutRange: b.layoutRange,
+		RowPos: b.rowPos, Y: b.recvX, Out: b.out,
+		OffDispatchSignal: uint64(lay.dispatchSignal), OffCombineSignal: uint64(lay.combineSignal),
+		OffDispatchRecv: uint64(lay.dispatchRecv), OffCombineRecv: uint64(lay.combineRecv),
+		TimeoutNs: uint64(cfg.TimeoutMs) * 1_000_000,
+		Rank:      int32(s.Rank), Ranks: int32(R), Tokens: int32(T), Hidden: int32(H), TopK: int32(K),
+		LocalEx: int32(L),
+	}
+	if cfg.CombineMode == config.DirectSend {
+		b.args.CombineMode = 1
+	}
+	// Peers must not start writing into this rank's memory before it is
+	// zeroed: the caller barriers before the first operation.
+	return b.stream.Sync()
+}
+
+func allgatherInt(g Gatherer, v int) ([]int, error) {
+	buf := make([]byte, 8)
+	binary.LittleEndian.PutUint64(buf, uint64(v))
+	all, err := g.AllgatherBytes(buf)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, g.Size())
+	for i := range out {
+		out[i] = int(binary.LittleEndian.Uint64(all[8*i:]))
+	}
+	return out, nil
+}
+
+// Name implements bench.Backend.
+func (b *Backend) Name() string { return "cuda" }
+
+// Grid is the number of blocks each kernel launches.
+func (b *Backend) Grid() int { return b.grid }
+
+func (b *Backend) launch(f Function, j int, expect *uint64) error {
+	if j < 0 || j >= len(b.idx) {
+		return fmt.Errorf("routing %d of %d", j, len(b.idx))
+	}
+	*expect += uint64(b.grid)
+	b.args.TopkIdx, b.args.TopkW = b.idx[j], b.w[j]
+	b.args.Expect = *expect
+	b.args.Put(b.params.Bytes())
+	return f.Launch(b.grid, kernels.ThreadsPerBlock, 0, b.stream, b.params)
+}
+
+// Dispatch implements bench.Backend.
+func (b *Backend) Dispatch(j int) error {
+	b.args.Epoch++
+	return b.launch(b.dispatch, j, &b.expectD)
+}
+
+// Combine implements bench.Backend.
+func (b *Backend) Combine(j int) error { return b.launch(b.combine, j, &b.expectC) }
+
+// Sync implements bench.Backend: it waits for the stream and reports a
+// kernel's expired wait as a *TimeoutError.
+func (b *Backend) Sync() error {
+	if err := b.stream.Sync(); err != nil {
+		return err
+	}
+	w, err := ReadU32(b.errw)
+	if err != nil {
+		return err
+	}
+	if w != 0 {
+		phase := "dispatch"
+		if w>>24 == 2 {
+			phase = "combine"
+		}
+		return &TimeoutError{Phase: phase, Peer: int(w&0xFFFFFF) - 1}
+	}
+	return nil
+}
+
+// Mark implements bench.Backend.
+func (b *Backend) Mark(i int) error { return b.events[i].Record(b.stream) }
+
+// ElapsedUs implements bench.Backend.
+func (b *Backend) ElapsedUs(from, to int) (float64, error) { return ElapsedUs(b.events[from], b.events[to]) }
+
+// Poison implements bench.Backend.
+func (b *Backend) Poison() error {
+	for _, p := range []uint64{b.recvX, b.recvCount, b.srcInfo, b.layoutRange, b.out} {
+		if err := MemsetD32Async(p, poisonWord, int(b.sizes[p]/4), b.stream); err != nil {
+			return err
+		}
+	}
+	return b.stream.Sync()
+}
+
+// Outputs implements bench.Backend.
+func (b *Backend) Outputs() (*bench.Outputs, error) {
+	s := b.shape
+	L, R, T, H := s.LocalExperts(), s.Ranks, s.Tokens, s.Hidden
+	o := &bench.Outputs{
+		RecvX:       make([]uint16, L*R*T*H),
+		RecvCount:   make([]int32, L),
+		SrcInfo:     make([]int32, L*R*T),
+		LayoutRange: make([]int64, L*R),
+		Out:         make([]uint16, T*H),
+	}
+	copies := []struct {
+		dst []byte
+		src uint64
+	}{
+		{u16bytes(o.RecvX), b.recvX},
+		{i32bytes(o.RecvCount), b.recvCount},
+		{i32bytes(o.SrcInfo), b.srcInfo},
+		{i64bytes(o.LayoutRange), b.layoutRange},
+		{u16bytes(o.Out), b.out},
+	}
+	for _, c := range copies {
+		if err := CopyFromDevice(c.dst, c.src); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// Close implements bench.Backend.
+func (b *Backend) Close() error {
+	var errs []error
+	if b.stream != 0 {
+		errs = append(errs, b.stream.Sync())
+	}
+	for _, p := range b.allocs {
+		errs = append(errs, cu.MemFree(p))
+	}
+	b.allocs = nil
+	if b.transport != nil {
+		errs = append(errs, b.transport.Close())
+	}
+	for i, e := range b.events {
+		if e != 0 {
+			errs = append(errs, e.Destroy())
+			b.events[i] = 0
+		}
+	}
+	if b.stream != 0 {
+		errs = append(errs, b.stream.Destroy())
+		b.stream = 0
+	}
+	if b.module != 0 {
+		errs = append(errs, b.module.Unload())
+		b.module = 0
+	}
+	b.params.Free()
+	return errors.Join(errs...)
+}
+
+func u16bytes(s []uint16) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 2*len(s))
+}
+func i32bytes(s []int32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
+}
+func i64bytes(s []int64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 8*len(s))
+}
+func f32bytes(s []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
+}
+
+
+// PeerTimeout marks the error as a peer that did not arrive (exit code 4).
+func (e *TimeoutError) PeerTimeout() bool { return true }

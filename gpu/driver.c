@@ -1,0 +1,111 @@
+#include "driver.h"
+
+#include <string.h>
+
+// cudaProfiler.h is not shipped with every driver-header package; these two
+// entry points are part of libcuda.
+CUresult CUDAAPI cuProfilerStart(void);
+CUresult CUDAAPI cuProfilerStop(void);
+
+const char* ep_error_name(int code) {
+    const char* s = NULL;
+    if (cuGetErrorName((CUresult)code, &s) != CUDA_SUCCESS || s == NULL) return "CUDA_ERROR_UNKNOWN";
+    return s;
+}
+
+const char* ep_error_string(int code) {
+    const char* s = NULL;
+    if (cuGetErrorString((CUresult)code, &s) != CUDA_SUCCESS || s == NULL) return "unknown error";
+    return s;
+}
+
+int ep_module_load(const char* image, uint64_t* module, char* log, size_t log_size) {
+    CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* vals[2] = {log, (void*)(uintptr_t)log_size};
+    CUmodule m = NULL;
+    if (log_size > 0) log[0] = 0;
+    CUresult r = cuModuleLoadDataEx(&m, image, 2, opts, vals);
+    *module = (uint64_t)(uintptr_t)m;
+    return (int)r;
+}
+
+int ep_module_unload(uint64_t module) { return (int)cuModuleUnload((CUmodule)(uintptr_t)module); }
+
+int ep_module_function(uint64_t module, const char* name, uint64_t* function) {
+    CUfunction f = NULL;
+    CUresult r = cuModuleGetFunction(&f, (CUmodule)(uintptr_t)module, name);
+    *function = (uint64_t)(uintptr_t)f;
+    return (int)r;
+}
+
+int ep_function_attr(uint64_t function, int attr, int* value) {
+    return (int)cuFuncGetAttribute(value, (CUfunction_attribute)attr, (CUfunction)(uintptr_t)function);
+}
+
+int ep_launch(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args) {
+    void* params[1] = {args};
+    return (int)cuLaunchKernel((CUfunction)(uintptr_t)function, grid, 1, 1, block, 1, 1, smem,
+                               (CUstream)(uintptr_t)stream, params, NULL);
+}
+
+int ep_stream_create(uint64_t* stream) {
+    CUstream s = NULL;
+    CUresult r = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+    *stream = (uint64_t)(uintptr_t)s;
+    return (int)r;
+}
+
+int ep_stream_destroy(uint64_t stream) { return (int)cuStreamDestroy((CUstream)(uintptr_t)stream); }
+int ep_stream_sync(uint64_t stream) { return (int)cuStreamSynchronize((CUstream)(uintptr_t)stream); }
+
+int ep_event_create(uint64_t* event) {
+    CUevent e = NULL;
+    CUresult r = cuEventCreate(&e, CU_EVENT_DEFAULT);
+    *event = (uint64_t)(uintptr_t)e;
+    return (int)r;
+}
+
+int ep_event_destroy(uint64_t event) { return (int)cuEventDestroy((CUevent)(uintptr_t)event); }
+
+int ep_event_record(uint64_t event, uint64_t stream) {
+    return (int)cuEventRecord((CUevent)(uintptr_t)event, (CUstream)(uintptr_t)stream);
+}
+
+int ep_event_elapsed_ms(uint64_t start, uint64_t end, float* ms) {
+    return (int)cuEventElapsedTime(ms, (CUevent)(uintptr_t)start, (CUevent)(uintptr_t)end);
+}
+
+int ep_ipc_handle_size(void) { return (int)sizeof(CUipcMemHandle); }
+
+int ep_ipc_get(uint64_t dptr, void* handle_out) {
+    CUipcMemHandle h;
+    CUresult r = cuIpcGetMemHandle(&h, (CUdeviceptr)dptr);
+    memcpy(handle_out, &h, sizeof h);
+    return (int)r;
+}
+
+int ep_ipc_open(const void* handle, uint64_t* dptr) {
+    CUipcMemHandle h;
+    CUdeviceptr p = 0;
+    memcpy(&h, handle, sizeof h);
+    CUresult r = cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    *dptr = (uint64_t)p;
+    return (int)r;
+}
+
+int ep_ipc_close(uint64_t dptr) { return (int)cuIpcCloseMemHandle((CUdeviceptr)dptr); }
+
+int ep_memset_d32_async(uint64_t dptr, unsigned value, size_t n, uint64_t stream) {
+    return (int)cuMemsetD32Async((CUdeviceptr)dptr, value, n, (CUstream)(uintptr_t)stream);
+}
+
+int ep_memcpy_htod_async(uint64_t dst, const void* src, size_t bytes, uint64_t stream) {
+    return (int)cuMemcpyHtoDAsync((CUdeviceptr)dst, src, bytes, (CUstream)(uintptr_t)stream);
+}
+
+int ep_memcpy_dtoh(void* dst, uint64_t src, size_t bytes) { return (int)cuMemcpyDtoH(dst, (CUdeviceptr)src, bytes); }
+
+int ep_profiler_start(void) { return (int)cuProfilerStart(); }
+int ep_profiler_stop(void) { return (int)cuProfilerStop(); }
+
+int ep_read_u32(uint64_t src, unsigned* out) { return (int)cuMemcpyDtoH(out, (CUdeviceptr)src, sizeof *out); }

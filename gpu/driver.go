@@ -1,0 +1,225 @@
+package gpu
+
+// #cgo LDFLAGS: -lcuda
+// #include <stdlib.h>
+// #include "driver.h"
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// Error is a failed CUDA driver call.
+type Error struct {
+	Call string
+	Code int
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s (%s)", e.Call, C.GoString(C.ep_error_string(C.int(e.Code))), C.GoString(C.ep_error_name(C.int(e.Code))))
+}
+
+// ErrNotSupported marks a call the driver reports as unsupported.
+var ErrNotSupported = errors.New("not supported")
+
+func check(call string, r C.int) error {
+	if r == 0 {
+		return nil
+	}
+	return &Error{Call: call, Code: int(r)}
+}
+
+// Stream is a CUDA stream handle.
+type Stream uint64
+
+// NewStream creates a non-blocking stream.
+func NewStream() (Stream, error) {
+	var s C.uint64_t
+	err := check("cuStreamCreate", C.ep_stream_create(&s))
+	return Stream(s), err
+}
+
+// Destroy releases the stream.
+func (s Stream) Destroy() error { return check("cuStreamDestroy", C.ep_stream_destroy(C.uint64_t(s))) }
+
+// Sync waits for everything enqueued on the stream.
+func (s Stream) Sync() error { return check("cuStreamSynchronize", C.ep_stream_sync(C.uint64_t(s))) }
+
+// Event is a CUDA event with timing enabled.
+type Event uint64
+
+// NewEvent creates a timing event.
+func NewEvent() (Event, error) {
+	var e C.uint64_t
+	err := check("cuEventCreate", C.ep_event_create(&e))
+	return Event(e), err
+}
+
+// Destroy releases the event.
+func (e Event) Destroy() error { return check("cuEventDestroy", C.ep_event_destroy(C.uint64_t(e))) }
+
+// Record enqueues the event on s.
+func (e Event) Record(s Stream) error {
+	return check("cuEventRecord", C.ep_event_record(C.uint64_t(e), C.uint64_t(s)))
+}
+
+// ElapsedUs is the time from start to end in microseconds.
+func ElapsedUs(start, end Event) (float64, error) {
+	var ms C.float
+	if err := check("cuEventElapsedTime", C.ep_event_elapsed_ms(C.uint64_t(start), C.uint64_t(end), &ms)); err != nil {
+		return 0, err
+	}
+	return float64(ms) * 1000, nil
+}
+
+// Module is a loaded PTX module.
+type Module uint64
+
+// LoadModule JIT-compiles PTX text for the current context.
+func LoadModule(ptx []byte) (Module, error) {
+	img := C.CString(string(ptx))
+	defer C.free(unsafe.Pointer(img))
+	const logSize = 8192
+	log := (*C.char)(C.malloc(logSize))
+	defer C.free(unsafe.Pointer(log))
+	var m C.uint64_t
+	if err := check("cuModuleLoadDataEx", C.ep_module_load(img, &m, log, logSize)); err != nil {
+		if msg := C.GoString(log); msg != "" {
+			return 0, fmt.Errorf("%w: %s", err, msg)
+		}
+		return 0, err
+	}
+	return Module(m), nil
+}
+
+// Unload releases the module.
+func (m Module) Unload() error { return check("cuModuleUnload", C.ep_module_unload(C.uint64_t(m))) }
+
+// Function is a kernel entry point.
+type Function uint64
+
+// Function looks an entry point up by name.
+func (m Module) Function(name string) (Function, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var f C.uint64_t
+	if err := check("cuModuleGetFunction("+name+")", C.ep_module_function(C.uint64_t(m), cname, &f)); err != nil {
+		return 0, err
+	}
+	return Function(f), nil
+}
+
+// NumRegs is the register count per thread of f.
+func (f Function) NumRegs() (int, error) {
+	var v C.int
+	err := check("cuFuncGetAttribute", C.ep_function_attr(C.uint64_t(f), C.CU_FUNC_ATTRIBUTE_NUM_REGS, &v))
+	return int(v), err
+}
+
+// ParamBlock is C memory holding one kernel's by-value argument block, so a
+// launch allocates nothing and hands the driver no Go pointer.
+type ParamBlock struct {
+	p    unsafe.Pointer
+	size int
+}
+
+// NewParamBlock allocates size bytes of C memory.
+func NewParamBlock(size int) *ParamBlock {
+	return &ParamBlock{p: C.calloc(1, C.size_t(size)), size: size}
+}
+
+// Bytes is the block as a Go slice over the C memory.
+func (b *ParamBlock) Bytes() []byte { return unsafe.Slice((*byte)(b.p), b.size) }
+
+// Free releases the block.
+func (b *ParamBlock) Free() {
+	if b != nil && b.p != nil {
+		C.free(b.p)
+		b.p = nil
+	}
+}
+
+// Launch enqueues f on s with grid×block threads and the argument block.
+func (f Function) Launch(grid, block, smem int, s Stream, args *ParamBlock) error {
+	return check("cuLaunchKernel", C.ep_launch(C.uint64_t(f), C.uint(grid), C.uint(block), C.uint(smem), C.uint64_t(s), args.p))
+}
+
+// IPCHandleSize is the size of a CUDA IPC memory handle.
+func IPCHandleSize() int { return int(C.ep_ipc_handle_size()) }
+
+// IPCHandle exports the allocation at dptr for other processes.
+func IPCHandle(dptr uint64) ([]byte, error) {
+	h := make([]byte, IPCHandleSize())
+	buf := C.malloc(C.size_t(len(h)))
+	defer C.free(buf)
+	if err := check("cuIpcGetMemHandle", C.ep_ipc_get(C.uint64_t(dptr), buf)); err != nil {
+		return nil, err
+	}
+	copy(h, unsafe.Slice((*byte)(buf), len(h)))
+	return h, nil
+}
+
+// IPCOpen maps a peer's exported allocation into this context.
+func IPCOpen(handle []byte) (uint64, error) {
+	if len(handle) != IPCHandleSize() {
+		return 0, fmt.Errorf("IPC handle of %d bytes, want %d", len(handle), IPCHandleSize())
+	}
+	buf := C.CBytes(handle)
+	defer C.free(buf)
+	var p C.uint64_t
+	if err := check("cuIpcOpenMemHandle", C.ep_ipc_open(buf, &p)); err != nil {
+		return 0, err
+	}
+	return uint64(p), nil
+}
+
+// IPCClose unmaps a peer allocation opened with IPCOpen.
+func IPCClose(dptr uint64) error { return check("cuIpcCloseMemHandle", C.ep_ipc_close(C.uint64_t(dptr))) }
+
+// MemsetD32Async fills n 32-bit words at dptr with v.
+func MemsetD32Async(dptr uint64, v uint32, n int, s Stream) error {
+	return check("cuMemsetD32Async", C.ep_memset_d32_async(C.uint64_t(dptr), C.uint(v), C.size_t(n), C.uint64_t(s)))
+}
+
+// CopyToDevice copies host bytes to dptr and waits for the copy.
+func CopyToDevice(dptr uint64, src []byte, s Stream) error {
+	if len(src) == 0 {
+		return nil
+	}
+	buf := C.CBytes(src)
+	defer C.free(buf)
+	if err := check("cuMemcpyHtoDAsync", C.ep_memcpy_htod_async(C.uint64_t(dptr), buf, C.size_t(len(src)), C.uint64_t(s))); err != nil {
+		return err
+	}
+	return s.Sync()
+}
+
+// CopyFromDevice copies device bytes at src into dst (synchronous).
+func CopyFromDevice(dst []byte, src uint64) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	buf := C.malloc(C.size_t(len(dst)))
+	defer C.free(buf)
+	if err := check("cuMemcpyDtoH", C.ep_memcpy_dtoh(buf, C.uint64_t(src), C.size_t(len(dst)))); err != nil {
+		return err
+	}
+	copy(dst, unsafe.Slice((*byte)(buf), len(dst)))
+	return nil
+}
+
+// ProfilerStart and ProfilerStop bracket the region an external profiler
+// captures (nsys --capture-range=cudaProfilerApi).
+func ProfilerStart() error { return check("cuProfilerStart", C.ep_profiler_start()) }
+
+// ProfilerStop ends the captured region.
+func ProfilerStop() error { return check("cuProfilerStop", C.ep_profiler_stop()) }
+
+// ReadU32 reads one 32-bit word of device memory without allocating.
+func ReadU32(src uint64) (uint32, error) {
+	var v C.uint
+	err := check("cuMemcpyDtoH", C.ep_read_u32(C.uint64_t(src), &v))
+	return uint32(v), err
+}

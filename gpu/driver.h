@@ -1,0 +1,47 @@
+// Thin C layer over the CUDA driver calls the hot loop and IPC need, which
+// gorgonia.org/cu either lacks (IPC, profiler) or wraps with a per-call
+// allocation (kernel launch).
+#ifndef EPBENCH_GPU_DRIVER_H
+#define EPBENCH_GPU_DRIVER_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+const char* ep_error_name(int code);
+const char* ep_error_string(int code);
+
+int ep_module_load(const char* image, uint64_t* module, char* log, size_t log_size);
+int ep_module_unload(uint64_t module);
+int ep_module_function(uint64_t module, const char* name, uint64_t* function);
+int ep_function_attr(uint64_t function, int attr, int* value);
+
+// Launches function with a single by-value parameter block at args.
+int ep_launch(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args);
+
+int ep_stream_create(uint64_t* stream);
+int ep_stream_destroy(uint64_t stream);
+int ep_stream_sync(uint64_t stream);
+
+int ep_event_create(uint64_t* event);
+int ep_event_destroy(uint64_t event);
+int ep_event_record(uint64_t event, uint64_t stream);
+int ep_event_elapsed_ms(uint64_t start, uint64_t end, float* ms);
+
+int ep_ipc_get(uint64_t dptr, void* handle_out);      // CU_IPC_HANDLE_SIZE bytes
+int ep_ipc_open(const void* handle, uint64_t* dptr);
+int ep_ipc_close(uint64_t dptr);
+int ep_ipc_handle_size(void);
+
+int ep_memset_d32_async(uint64_t dptr, unsigned value, size_t n, uint64_t stream);
+int ep_memcpy_htod_async(uint64_t dst, const void* src, size_t bytes, uint64_t stream);
+int ep_memcpy_dtoh(void* dst, uint64_t src, size_t bytes);
+
+int ep_profiler_start(void);
+int ep_profiler_stop(void);
+
+
+
+// Reads one 32-bit word from device memory into *out (synchronous).
+int ep_read_u32(uint64_t src, unsigned* out);
+#endif

@@ -1,0 +1,45 @@
+package kernels
+
+import "encoding/binary"
+
+// Args mirrors struct LLArgs in ll.cuh field for field (pointers are device
+// addresses). Put writes it in the C layout.
+type Args struct {
+	Peers, Err                                 uint64
+	X, TopkIdx, TopkW                          uint64
+	RecvX, RecvCount, SrcInfo, LayoutRange     uint64
+	RowPos, Y, Out                             uint64
+	OffDispatchSignal, OffCombineSignal        uint64
+	OffDispatchRecv, OffCombineRecv            uint64
+	Expect, TimeoutNs                          uint64
+	Rank, Ranks, Tokens, Hidden, TopK, LocalEx int32
+	Epoch, CombineMode                         int32
+}
+
+// ArgsSize is sizeof(LLArgs): 18 eight-byte fields and 8 four-byte fields.
+const ArgsSize = 18*8 + 8*4
+
+// Put encodes a into b (at least ArgsSize bytes) without allocating.
+func (a *Args) Put(b []byte) {
+	_ = b[ArgsSize-1]
+	le := binary.LittleEndian
+	o := 0
+	for _, v := range [...]uint64{
+		a.Peers, a.Err, a.X, a.TopkIdx, a.TopkW, a.RecvX, a.RecvCount, a.SrcInfo, a.LayoutRange,
+		a.RowPos, a.Y, a.Out, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
+		a.Expect, a.TimeoutNs,
+	} {
+		le.PutUint64(b[o:], v)
+		o += 8
+	}
+	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalEx, a.Epoch, a.CombineMode} {
+		le.PutUint32(b[o:], uint32(v))
+		o += 4
+	}
+}
+
+// HeaderBytes is the size of a dispatch message header (header_bytes in ll.cuh).
+func HeaderBytes(topk int) int { return (16 + 8*topk + 15) / 16 * 16 }
+
+// MessageBytes is the size of one dispatch message: header and bf16 row.
+func MessageBytes(topk, hidden int) int { return HeaderBytes(topk) + 2*hidden }

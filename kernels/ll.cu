@@ -1,0 +1,313 @@
+// Low-latency dispatch and combine, one kernel launch each (docs/DESIGN.md).
+//
+// Dispatch: every block first sends its tokens, one message per (token,
+// destination rank) carrying the routing in a header, into the destination's
+// receive slot [source rank][token]; then it signals every rank. The same
+// blocks then turn what arrived into the expert-major layout: one work item
+// per (local expert, source rank), whose rows start after the rows of lower
+// source ranks, so the layout is deterministic and needs no atomics and no
+// clean-up between calls.
+//
+// Combine: the expert side walks the received (source, token) slots, and
+// either reduces its local experts' weighted rows into one bf16 partial
+// (rank_local_reduce) or sends every expert row back (direct_send); then it
+// signals. The source side waits for every rank and reduces per token.
+//
+// Arrival counters only grow: each call adds one per block per source, and
+// the host passes the total expected after this call. Every wait is bounded.
+#include <limits.h>
+
+#include "ll.cuh"
+
+using namespace epbench;
+
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / kWarp;
+
+// Exclusive prefix count of pred over the block, in thread order; *total gets
+// the block's count. All threads must call it.
+__device__ int block_exclusive_count(bool pred, int* total, int* warp_sums) {
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const unsigned ballot = __ballot_sync(0xffffffffu, pred);
+    const int in_warp = __popc(ballot & ((1u << lane) - 1u));
+    if (lane == 0) warp_sums[warp] = __popc(ballot);
+    __syncthreads();
+    int before = 0, sum = 0;
+    for (int w = 0; w < kWarps; w++) {
+        const int c = warp_sums[w];
+        if (w < warp) before += c;
+        sum += c;
+    }
+    __syncthreads();  // warp_sums may be reused by the caller's next round
+    *total = sum;
+    return before + in_warp;
+}
+
+// The slot of local expert `expert` (global id) in a message header, or -1.
+__device__ __forceinline__ int find_expert(const int* idx, int topk, int expert) {
+    for (int k = 0; k < topk; k++)
+        if (__ldcg(idx + k) == expert) return k;
+    return -1;
+}
+
+__device__ __forceinline__ const uint8_t* dispatch_slot(const LLArgs& a, uint64_t base, int src, int t) {
+    return at<const uint8_t>(base, a.off_dispatch_recv) +
+           ((uint64_t)src * a.tokens + t) * (uint64_t)message_bytes(a.topk, a.hidden);
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(const LLArgs a) {
+    __shared__ int dests[256];
+    __shared__ int ndest;
+    __shared__ int warp_sums[kWarps];
+    __shared__ int chunk_t[kThreads];
+
+    const uint64_t deadline = global_timer() + a.timeout_ns;
+    const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
+    const int vec_per_row = H / 8;  // uint4 = 8 bf16
+    const int hdr = header_bytes(K), msg = message_bytes(K, H);
+    const uint64_t self = a.peers[a.rank];
+
+    // --- send: one message per (token, destination rank) ---
+    for (int t = blockIdx.x; t < T; t += gridDim.x) {
+        if (threadIdx.x == 0) {
+            int n = 0;
+            for (int k = 0; k < K; k++) {
+                const int64_t e = a.topk_idx[(int64_t)t * K + k];
+                if (e < 0) continue;
+                const int q = (int)(e / L);
+                bool seen = false;
+                for (int i = 0; i < n; i++) seen |= dests[i] == q;
+                if (!seen) dests[n++] = q;
+            }
+            ndest = n;
+        }
+        __syncthreads();
+        const int n = ndest;
+        for (int i = 0; i < n; i++) {
+            uint8_t* m = at<uint8_t>(a.peers[dests[i]], a.off_dispatch_recv) +
+                         ((uint64_t)a.rank * T + t) * (uint64_t)msg;
+            int* mh = reinterpret_cast<int*>(m);
+            if (threadIdx.x == 0) {
+                mh[0] = a.epoch;
+                mh[1] = t;
+            }
+            if (threadIdx.x < K) {
+                mh[4 + threadIdx.x] = (int)a.topk_idx[(int64_t)t * K + threadIdx.x];
+                reinterpret_cast<float*>(mh + 4 + K)[threadIdx.x] = a.topk_w[(int64_t)t * K + threadIdx.x];
+            }
+        }
+        const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
+        for (int v = threadIdx.x; v < vec_per_row; v += kThreads) {
+            const uint4 val = __ldg(src + v);
+            for (int i = 0; i < n; i++) {
+                uint8_t* m = at<uint8_t>(a.peers[dests[i]], a.off_dispatch_recv) +
+                             ((uint64_t)a.rank * T + t) * (uint64_t)msg;
+                reinterpret_cast<uint4*>(m + hdr)[v] = val;
+            }
+        }
+        __syncthreads();  // dests is rewritten for the next token
+    }
+    __syncthreads();
+    if (threadIdx.x < R) {
+        __threadfence_system();
+        red_release_sys_add(at<uint64_t>(a.peers[threadIdx.x], a.off_dispatch_signal) + a.rank, 1);
+    }
+
+    // --- receive: one item per (local expert, source rank) ---
+    const uint64_t* arrived = at<const uint64_t>(self, a.off_dispatch_signal);
+    __shared__ int waited_upto;  // sources 0..waited_upto-1 have arrived
+    __shared__ int failed;
+    if (threadIdx.x == 0) {
+        waited_upto = 0;
+        failed = 0;
+    }
+    __syncthreads();
+    for (int item = blockIdx.x; item < L * R; item += gridDim.x) {
+        const int l = item / R, s = item % R;
+        const int expert = a.rank * L + l;
+        if (threadIdx.x == 0) {
+            for (int p = waited_upto; p <= s && !failed; p++) {
+                if (!wait_arrivals(arrived + p, a.expect, deadline, a.err, kPhaseDispatch, p)) failed = 1;
+                else waited_upto = p + 1;
+            }
+        }
+        __syncthreads();
+        if (failed) return;
+
+        // Rows of lower source ranks come first.
+        int begin = 0;
+        for (int p = 0; p < s; p++) {
+            for (int t0 = 0; t0 < T; t0 += kThreads) {
+                const int t = t0 + threadIdx.x;
+                bool hit = false;
+                if (t < T) {
+                    const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, p, t));
+                    hit = __ldcg(h) == a.epoch && find_expert(h + 4, K, expert) >= 0;
+                }
+                begin += __syncthreads_count(hit);
+            }
+        }
+        int count = 0;
+        for (int t0 = 0; t0 < T; t0 += kThreads) {
+            const int t = t0 + threadIdx.x;
+            int k = -1;
+            if (t < T) {
+                const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
+                if (__ldcg(h) == a.epoch) k = find_expert(h + 4, K, expert);
+            }
+            int chunk_n;
+            const int pos = block_exclusive_count(k >= 0, &chunk_n, warp_sums);
+            if (k >= 0) {
+                const int row = begin + count + pos;
+                chunk_t[pos] = t;
+                a.src_info[(int64_t)l * R * T + row] = t;
+                a.row_pos[((int64_t)s * T + t) * K + k] = row;
+            }
+            __syncthreads();
+            // One warp per row: copy the message row into recv_x.
+            const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+            for (int i = warp; i < chunk_n; i += kWarps) {
+                const int row = begin + count + i;
+                const uint4* from = reinterpret_cast<const uint4*>(dispatch_slot(a, self, s, chunk_t[i]) + hdr);
+                uint4* to = reinterpret_cast<uint4*>(a.recv_x + ((int64_t)l * R * T + row) * H);
+                for (int v = lane; v < vec_per_row; v += kWarp) to[v] = __ldcg(from + v);
+            }
+            count += chunk_n;
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) {
+            a.layout_range[(int64_t)l * R + s] = ((int64_t)begin << 32) | (int64_t)count;
+            if (s == R - 1) a.recv_count[l] = begin + count;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(const LLArgs a) {
+    const uint64_t deadline = global_timer() + a.timeout_ns;
+    const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
+    const int vec_per_row = H / 8;
+    const uint64_t self = a.peers[a.rank];
+    const int lane = threadIdx.x % kWarp;
+    const int gwarp = blockIdx.x * kWarps + threadIdx.x / kWarp;
+    const int nwarps = gridDim.x * kWarps;
+    const int lo = a.rank * L, hi = lo + L;
+    const int64_t rows_per_expert = (int64_t)R * T;
+
+    // --- expert side: one warp per received (source rank, token) ---
+    for (int item = gwarp; item < R * T; item += nwarps) {
+        const int s = item / T, t = item % T;
+        const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
+        if (__ldcg(h) != a.epoch) continue;
+        const int* idx = h + 4;
+        const float* w = reinterpret_cast<const float*>(h + 4 + K);
+        // Local selections in top-k order (lanes hold one each).
+        int my_k = -1;
+        if (lane < K) {
+            const int e = __ldcg(idx + lane);
+            if (e >= lo && e < hi) my_k = lane;
+        }
+        unsigned local = __ballot_sync(0xffffffffu, my_k >= 0);
+        if (local == 0) continue;
+        const uint64_t dst_base = at<uint8_t>(a.peers[s], a.off_combine_recv) - (uint8_t*)0;
+        if (a.combine_mode == 0) {
+            uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)a.rank * T + t) * (uint64_t)H * 2);
+            for (int v = lane; v < vec_per_row; v += kWarp) {
+                float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                for (unsigned m = local; m; m &= m - 1) {
+                    const int k = __ffs(m) - 1;
+                    const int l = __ldcg(idx + k) - lo;
+                    const int row = a.row_pos[((int64_t)s * T + t) * K + k];
+                    const float wk = __ldcg(w + k);
+                    float f[8];
+                    unpack8(__ldg(reinterpret_cast<const uint4*>(a.y + ((int64_t)l * rows_per_expert + row) * H) + v), f);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[j] = mul_add_rn(acc[j], wk, f[j]);
+                }
+                to[v] = pack8(acc);
+            }
+        } else {
+            for (unsigned m = local; m; m &= m - 1) {
+                const int k = __ffs(m) - 1;
+                const int l = __ldcg(idx + k) - lo;
+                const int row = a.row_pos[((int64_t)s * T + t) * K + k];
+                const uint4* from = reinterpret_cast<const uint4*>(a.y + ((int64_t)l * rows_per_expert + row) * H);
+                uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)t * K + k) * (uint64_t)H * 2);
+                for (int v = lane; v < vec_per_row; v += kWarp) to[v] = __ldg(from + v);
+            }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < R) {
+        __threadfence_system();
+        red_release_sys_add(at<uint64_t>(a.peers[threadIdx.x], a.off_combine_signal) + a.rank, 1);
+    }
+
+    // --- source side: wait for every rank, then one warp per token ---
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = 0;
+    __syncthreads();
+    if (threadIdx.x < R) {
+        const uint64_t* arrived = at<const uint64_t>(self, a.off_combine_signal);
+        if (!wait_arrivals(arrived + threadIdx.x, a.expect, deadline, a.err, kPhaseCombine, threadIdx.x)) failed = 1;
+    }
+    __syncthreads();
+    if (failed) return;
+    const uint8_t* recv = at<const uint8_t>(self, a.off_combine_recv);
+    for (int t = gwarp; t < T; t += nwarps) {
+        int e = -1;
+        float wk = 0.f;
+        if (lane < K) {
+            e = (int)a.topk_idx[(int64_t)t * K + lane];
+            wk = a.topk_w[(int64_t)t * K + lane];
+        }
+        // Warp-uniform lists before the row loop, whose trip count differs
+        // between lanes: the terms of the sum, in the order they are added.
+        const unsigned valid = __ballot_sync(0xffffffffu, e >= 0);
+        int n = 0;
+        int src_row[kMaxTopK];
+        float src_w[kMaxTopK];
+        if (a.combine_mode == 0) {
+            // Ranks holding at least one selection, ascending; each sent one partial row.
+            int prev = -1;
+            for (;;) {
+                int next = INT_MAX;
+                for (unsigned m = valid; m; m &= m - 1) {
+                    const int q = __shfl_sync(0xffffffffu, e, __ffs(m) - 1) / L;
+                    if (q > prev && q < next) next = q;
+                }
+                if (next == INT_MAX) break;
+                src_row[n] = next * T + t;
+                src_w[n] = 1.f;
+                n++;
+                prev = next;
+            }
+        } else {
+            for (unsigned m = valid; m; m &= m - 1) {
+                const int k = __ffs(m) - 1;
+                src_row[n] = t * K + k;
+                src_w[n] = __shfl_sync(0xffffffffu, wk, k);
+                n++;
+            }
+        }
+        uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
+        for (int v = lane; v < vec_per_row; v += kWarp) {
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (int i = 0; i < n; i++) {
+                float f[8];
+                unpack8(__ldcg(reinterpret_cast<const uint4*>(recv + (uint64_t)src_row[i] * H * 2) + v), f);
+                if (a.combine_mode == 0) {
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[j] = __fadd_rn(acc[j], f[j]);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[j] = mul_add_rn(acc[j], src_w[i], f[j]);
+                }
+            }
+            to[v] = pack8(acc);
+        }
+    }
+}

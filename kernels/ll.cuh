@@ -1,0 +1,111 @@
+// Shared definitions of the low-latency dispatch and combine kernels.
+// The argument block and the buffer layout are mirrored in kernels/args.go;
+// docs/DESIGN.md is the contract both sides implement.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+namespace epbench {
+
+// One argument block for both kernels, passed by value.
+struct LLArgs {
+    const uint64_t* peers;     // [R] base of every rank's symmetric buffer, mapped here (own included)
+    int* err;                  // device error word: 0, or (phase << 24) | (peer + 1) of the first wait that timed out
+    const __nv_bfloat16* x;    // [T, H] token rows
+    const int64_t* topk_idx;   // [T, K] selected experts, -1 masked
+    const float* topk_w;       // [T, K] combine weights
+    __nv_bfloat16* recv_x;     // [L, R*T, H] dispatch output
+    int* recv_count;           // [L]
+    int* src_info;             // [L, R*T] source token of each row
+    int64_t* layout_range;     // [L, R] begin << 32 | count
+    int* row_pos;              // [R, T, K] row of selection (s, t, k) inside its expert (internal)
+    const __nv_bfloat16* y;    // [L, R*T, H] combine input (expert outputs)
+    __nv_bfloat16* out;        // [T, H] combine output
+    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank
+    uint64_t off_combine_signal;
+    uint64_t off_dispatch_recv;    // [R, T] dispatch messages (header + row) per source rank and token
+    uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
+    uint64_t expect;           // arrival count every source reaches once this call's signals are in
+    uint64_t timeout_ns;       // bound of every spin-wait
+    int32_t rank;
+    int32_t ranks;
+    int32_t tokens;
+    int32_t hidden;
+    int32_t topk;
+    int32_t local_experts;
+    int32_t epoch;             // call number, tags dispatch messages so stale slots are ignored
+    int32_t combine_mode;      // 0 rank_local_reduce, 1 direct_send
+};
+
+constexpr int kPhaseDispatch = 1;
+constexpr int kPhaseCombine = 2;
+constexpr int kMaxTopK = 32;
+constexpr int kWarp = 32;
+
+// Dispatch message: header then the token row.
+//   int32 epoch, int32 token, int32 pad[2], int32 idx[K], float w[K], padded to 16 bytes.
+__host__ __device__ inline int header_bytes(int topk) { return (16 + 8 * topk + 15) / 16 * 16; }
+__host__ __device__ inline int message_bytes(int topk, int hidden) { return header_bytes(topk) + 2 * hidden; }
+
+__device__ __forceinline__ uint64_t global_timer() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void red_release_sys_add(uint64_t* p, uint64_t v) {
+    asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ int ld_volatile(const int* p) { return *(const volatile int*)p; }
+
+// Waits until *counter >= target, bounded by deadline (globaltimer ns). On
+// timeout it records (phase, peer) in the error word; it also gives up when
+// another block has recorded an error. Returns false when it gave up.
+__device__ inline bool wait_arrivals(const uint64_t* counter, uint64_t target, uint64_t deadline, int* err,
+                                     int phase, int peer) {
+    while (ld_acquire_sys(counter) < target) {
+        if (ld_volatile(err) != 0) return false;
+        if (global_timer() > deadline) {
+            atomicCAS(err, 0, (phase << 24) | (peer + 1));
+            return false;
+        }
+    }
+    return true;
+}
+
+template <typename T>
+__device__ __forceinline__ T* at(uint64_t base, uint64_t off) {
+    return reinterpret_cast<T*>(base + off);
+}
+
+// fp32 arithmetic exactly as the CPU reference does it: every multiply and
+// every add rounded on its own (no fused multiply-add).
+__device__ __forceinline__ float mul_add_rn(float acc, float w, float v) { return __fadd_rn(acc, __fmul_rn(w, v)); }
+
+__device__ __forceinline__ void unpack8(const uint4& u, float f[8]) {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 p = __bfloat1622float2(h[i]);
+        f[2 * i] = p.x;
+        f[2 * i + 1] = p.y;
+    }
+}
+
+__device__ __forceinline__ uint4 pack8(const float f[8]) {
+    uint4 u;
+    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+    return u;
+}
+
+}  // namespace epbench

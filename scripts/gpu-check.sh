@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# GPU check, for a GPU node with binaries built elsewhere (`make build` and
+# `make gpu-tests` on a machine with Go; copy bin/ along with the tree):
+#   1. compiles the PTX with nvcc and fails if it differs from the committed PTX;
+#   2. micro-benchmarks (NVLink store bandwidth, cross-GPU flag round trip);
+#   3. `epbench devices`, then each validated run under `timeout -k`;
+#   4. prints a short table last.
+# Usage: scripts/gpu-check.sh [--quick] [--out DIR]
+# Environment: NVCC (default nvcc), NP (default: GPU count), MPIRUN_ARGS.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+quick=
+out=${OUT:-out}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--out) out=$2; shift ;;
+	*) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+mkdir -p "$out"
+nvcc=${NVCC:-nvcc}
+gpus=$(nvidia-smi -L | grep -c '^GPU')
+np=${NP:-$gpus}
+root=()
+[ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+log=$out/gpu-check.log
+: >"$log"
+results=()
+status=0
+
+say() { echo "$@" | tee -a "$log"; }
+
+# 1. PTX of record.
+ptxdir=$(mktemp -d)
+if bash scripts/ptx.sh "$nvcc" "$ptxdir" >>"$log" 2>&1; then
+	if cmp -s "$ptxdir/ll.ptx" kernels/ll.ptx; then
+		say "ptx: committed kernels/ll.ptx matches nvcc $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+		results+=("ptx|match|ok")
+	else
+		say "ptx: kernels/ll.ptx DIFFERS from what nvcc builds from kernels/*.cu; the fresh PTX is in $out/ll.ptx"
+		cp "$ptxdir/ll.ptx" "$out/ll.ptx"
+		results+=("ptx|differs|FAIL")
+		status=1
+		export EPBENCH_PTX_DIR=$ptxdir
+	fi
+else
+	say "ptx: nvcc failed (see $log)"
+	results+=("ptx|nvcc failed|FAIL")
+	status=1
+fi
+
+# 2. Micro-benchmarks.
+if [ -f scripts/microbench.cu ]; then
+	if "$nvcc" -O3 -arch=sm_90 -o "$ptxdir/microbench" scripts/microbench.cu >>"$log" 2>&1; then
+		timeout -k 5 60 "$ptxdir/microbench" 2>&1 | tee -a "$log"
+	else
+		say "microbench: build failed"
+	fi
+fi
+
+run() { # name timeout-seconds np args...
+	local name=$1 limit=$2 n=$3
+	shift 3
+	local extra=()
+	[ -n "${EPBENCH_PTX_DIR:-}" ] && extra=(--ptx-dir "$EPBENCH_PTX_DIR")
+	say "### $name: mpirun -np $n bin/epbench $* ${extra[*]}"
+	local t0=$SECONDS
+	timeout -k 10 "$limit" mpirun "${root[@]}" -np "$n" ${MPIRUN_ARGS:-} bin/epbench "$@" "${extra[@]}" >"$out/run.txt" 2>&1
+	local rc=$?
+	cat "$out/run.txt" >>"$log"
+	local v d c h
+	v=$(grep -o 'Global validation: .*' "$out/run.txt" | head -1)
+	d=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Dispatch:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
+	c=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Combine:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
+	h=$(grep '^Total (D+C):' "$out/run.txt" | sed 's/.*avg=\([0-9.]*\).*/\1/')
+	local verdict=ok
+	[ $rc -ne 0 ] && verdict="FAIL rc=$rc" && status=1
+	results+=("$name|host D+C ${h:--} us, kernel D ${d:--} C ${c:--} us, ${v:-no validation}, $((SECONDS - t0)) s|$verdict")
+	[ $rc -ne 0 ] && tail -20 "$out/run.txt"
+	return 0
+}
+
+say "### devices"
+timeout -k 10 60 mpirun "${root[@]}" -np "$np" bin/epbench devices 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] && results+=("devices|$np ranks|ok") || { results+=("devices|$np ranks|FAIL"); status=1; }
+
+for mode in rank_local_reduce direct_send; do
+	run "defaults $mode" 120 "$np" -V --combine-mode "$mode"
+	[ -n "$quick" ] && continue
+	for t in 1 32 256; do run "-t $t $mode" 120 "$np" -V -t "$t" --combine-mode "$mode"; done
+	for k in 1 4 9; do run "-k $k $mode" 120 "$np" -V -k "$k" --combine-mode "$mode"; done
+	for d in 4096 8192; do run "-d $d $mode" 120 "$np" -V -d "$d" --combine-mode "$mode"; done
+	for e in 64 288; do run "-e $e $mode" 120 "$np" -V -e "$e" --combine-mode "$mode"; done
+	run "--reroute 4 $mode" 120 "$np" -V --reroute 4 --combine-mode "$mode"
+	run "-np 1 $mode" 120 1 -V --combine-mode "$mode"
+	run "-i 1000 $mode" 300 "$np" -V -i 1000 --combine-mode "$mode"
+done
+
+echo
+echo "=== gpu-check summary ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $np ranks) ==="
+for r in "${results[@]}"; do
+	IFS='|' read -r name what verdict <<<"$r"
+	printf '%-28s %-6s %s\n' "$name" "$verdict" "$what"
+done
+exit $status

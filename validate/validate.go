@@ -1,0 +1,145 @@
+package validate
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/epbench/epbench/bench"
+	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/routing"
+)
+
+// channelsPerScale is the FP8 quantisation block: one float32 scale per 128
+// channels of a token.
+const channelsPerScale = 128
+
+// Input is what the expected values are computed from.
+type Input struct {
+	// Shape is the job; Shape.Rank is the rank whose outputs are checked.
+	Shape bench.Shape
+	Dtype config.DispatchDtype
+	Mode  config.CombineMode
+	// TopK is the topk_idx of every rank for the routing in use,
+	// [Ranks, Tokens, TopK] row-major (rank 0's table first).
+	TopK []int64
+	// Weights is this rank's topk_weights, [Tokens, TopK]. Nil means
+	// routing.Weights(Shape.Rank, Shape.Tokens, Shape.TopK).
+	Weights []float32
+	// SkipCombine leaves the combine unchecked (dispatch-only runs):
+	// CombineOK is then true and CalcDiff NaN.
+	SkipCombine bool
+}
+
+// Report is one rank's verdict.
+type Report struct {
+	DispatchOK bool
+	CombineOK  bool
+	// CalcDiff is ep_bench's calc_diff of the combine output (see the
+	// package documentation); NaN when the output holds a NaN or was not
+	// checked.
+	CalcDiff float64
+	// First describes the first failure, dispatch before combine, e.g.
+	// "rank 1, expert 5 (local 1), row 3: ..." or "rank 0, token 7,
+	// column 12: got ... want ...". Empty when both checks passed.
+	First string
+	// DispatchFailure and CombineFailure are the first failure of each
+	// check, for the two report lines.
+	DispatchFailure string
+	CombineFailure  string
+}
+
+// Check validates one rank's outputs. It never panics: inputs of the wrong
+// size make both checks fail with a message saying what was wrong.
+func Check(in Input, out *bench.Outputs) Report {
+	rep := Report{CalcDiff: math.NaN()}
+	if err := in.check(); err != nil {
+		msg := fmt.Sprintf("rank %d: %v", in.Shape.Rank, err)
+		rep.DispatchFailure, rep.CombineFailure, rep.First = msg, msg, msg
+		return rep
+	}
+	if out == nil {
+		msg := fmt.Sprintf("rank %d: no outputs", in.Shape.Rank)
+		rep.DispatchFailure, rep.CombineFailure, rep.First = msg, msg, msg
+		return rep
+	}
+	if in.Weights == nil {
+		w, err := routing.Weights(in.Shape.Rank, in.Shape.Tokens, in.Shape.TopK)
+		if err != nil {
+			msg := fmt.Sprintf("rank %d: weights: %v", in.Shape.Rank, err)
+			rep.DispatchFailure, rep.CombineFailure, rep.First = msg, msg, msg
+			return rep
+		}
+		in.Weights = w
+	}
+	rep.DispatchFailure = checkDispatch(&in, out)
+	rep.DispatchOK = rep.DispatchFailure == ""
+	if in.SkipCombine {
+		rep.CombineOK = true
+	} else {
+		rep.CombineFailure, rep.CalcDiff = checkCombine(&in, out)
+		rep.CombineOK = rep.CombineFailure == ""
+	}
+	rep.First = rep.DispatchFailure
+	if rep.First == "" {
+		rep.First = rep.CombineFailure
+	}
+	return rep
+}
+
+// check rejects shapes and tables the expected values cannot be built from.
+func (in *Input) check() error {
+	s := in.Shape
+	switch {
+	case s.Ranks < 1:
+		return fmt.Errorf("ranks must be positive, got %d", s.Ranks)
+	case s.Rank < 0 || s.Rank >= s.Ranks:
+		return fmt.Errorf("rank %d outside [0, %d)", s.Rank, s.Ranks)
+	case s.Ranks >= routing.MaxValidationRanks:
+		return fmt.Errorf("%d ranks exceed the %d that validation rows can encode", s.Ranks, routing.MaxValidationRanks-1)
+	case s.Tokens < 1 || s.Tokens > routing.MaxValidationTokens:
+		return fmt.Errorf("tokens %d outside [1, %d]", s.Tokens, routing.MaxValidationTokens)
+	case s.Hidden < routing.MinValidationHidden || s.Hidden%channelsPerScale != 0:
+		return fmt.Errorf("hidden %d must be a multiple of %d and at least %d", s.Hidden, channelsPerScale, routing.MinValidationHidden)
+	case s.Hidden > config.MaxHidden:
+		return fmt.Errorf("hidden %d exceeds %d", s.Hidden, config.MaxHidden)
+	case s.TopK < 1 || s.TopK > config.MaxTopK:
+		return fmt.Errorf("top-k %d outside [1, %d]", s.TopK, config.MaxTopK)
+	case s.Experts < s.Ranks || s.Experts%s.Ranks != 0 || s.Experts > config.MaxExperts:
+		return fmt.Errorf("experts %d must be a multiple of the %d ranks and at most %d", s.Experts, s.Ranks, config.MaxExperts)
+	case s.Ranks > math.MaxInt32/s.Tokens:
+		return fmt.Errorf("%d ranks of %d tokens overflow", s.Ranks, s.Tokens)
+	}
+	switch in.Dtype {
+	case config.DtypeBF16, config.DtypeFP8E4M3:
+	default:
+		return fmt.Errorf("unknown dispatch dtype %v", in.Dtype)
+	}
+	switch in.Mode {
+	case config.RankLocalReduce, config.DirectSend:
+	default:
+		return fmt.Errorf("unknown combine mode %v", in.Mode)
+	}
+	if want := s.Ranks * s.Tokens * s.TopK; len(in.TopK) != want {
+		return fmt.Errorf("topk_idx of all ranks has %d entries, want %d (%d ranks x %d tokens x top-%d)",
+			len(in.TopK), want, s.Ranks, s.Tokens, s.TopK)
+	}
+	for i, e := range in.TopK {
+		if e < -1 || e >= int64(s.Experts) {
+			k := i % s.TopK
+			t := i / s.TopK % s.Tokens
+			return fmt.Errorf("topk_idx of rank %d, token %d, slot %d is %d, outside [-1, %d)",
+				i/(s.TopK*s.Tokens), t, k, e, s.Experts)
+		}
+	}
+	if in.Weights != nil && len(in.Weights) != s.Tokens*s.TopK {
+		return fmt.Errorf("weights have %d entries, want %d", len(in.Weights), s.Tokens*s.TopK)
+	}
+	return nil
+}
+
+// topk returns the top-k slots of token t of rank s.
+func (in *Input) topk(s, t int) []int64 {
+	k := in.Shape.TopK
+	i := (s*in.Shape.Tokens + t) * k
+	return in.TopK[i : i+k]
+}
