@@ -101,4 +101,3 @@ func compareCmd(args []string, stdout io.Writer) error {
 	}
 	return nil
 }
-

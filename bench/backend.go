@@ -38,9 +38,9 @@ type Outputs struct {
 	RecvX       []uint16 // [L, R*T, H] bf16 bits (BF16 dispatch)
 	RecvFP8     []uint8  // [L, R*T, H] E4M3 bytes (FP8 dispatch)
 	RecvScales  []float32
-	RecvCount   []int32 // [L]
-	SrcInfo     []int32 // [L, R*T]
-	LayoutRange []int64 // [L, R] begin<<32 | count
+	RecvCount   []int32  // [L]
+	SrcInfo     []int32  // [L, R*T]
+	LayoutRange []int64  // [L, R] begin<<32 | count
 	Out         []uint16 // [T, H] bf16 bits, the combine output
 }
 

@@ -53,7 +53,7 @@ type Backend struct {
 	peers  uint64
 
 	recvX, recvCount, srcInfo, layoutRange, rowPos, out uint64
-	sizes                                              map[uint64]int64
+	sizes                                               map[uint64]int64
 }
 
 // Layout of the symmetric allocation.
@@ -313,7 +313,9 @@ func (b *Backend) Sync() error {
 func (b *Backend) Mark(i int) error { return b.events[i].Record(b.stream) }
 
 // ElapsedUs implements bench.Backend.
-func (b *Backend) ElapsedUs(from, to int) (float64, error) { return ElapsedUs(b.events[from], b.events[to]) }
+func (b *Backend) ElapsedUs(from, to int) (float64, error) {
+	return ElapsedUs(b.events[from], b.events[to])
+}
 
 // Poison implements bench.Backend.
 func (b *Backend) Poison() error {
@@ -397,7 +399,6 @@ func i64bytes(s []int64) []byte {
 func f32bytes(s []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
 }
-
 
 // PeerTimeout marks the error as a peer that did not arrive (exit code 4).
 func (e *TimeoutError) PeerTimeout() bool { return true }

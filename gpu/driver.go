@@ -176,7 +176,9 @@ func IPCOpen(handle []byte) (uint64, error) {
 }
 
 // IPCClose unmaps a peer allocation opened with IPCOpen.
-func IPCClose(dptr uint64) error { return check("cuIpcCloseMemHandle", C.ep_ipc_close(C.uint64_t(dptr))) }
+func IPCClose(dptr uint64) error {
+	return check("cuIpcCloseMemHandle", C.ep_ipc_close(C.uint64_t(dptr)))
+}
 
 // MemsetD32Async fills n 32-bit words at dptr with v.
 func MemsetD32Async(dptr uint64, v uint32, n int, s Stream) error {
