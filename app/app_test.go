@@ -78,10 +78,14 @@ func TestCompareErrors(t *testing.T) {
 }
 
 func TestCUDAExecutableOverride(t *testing.T) {
-	t.Setenv(CUDAExeEnv, "/opt/x/epbench-cuda")
+	exe := filepath.Join(t.TempDir(), "epbench-cuda")
+	t.Setenv(CUDAExeEnv, exe)
+	_, err := cudaExecutable()
+	require.ErrorIs(t, err, ErrNoCUDAExecutable)
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755))
 	p, err := cudaExecutable()
 	require.NoError(t, err)
-	assert.Equal(t, "/opt/x/epbench-cuda", p)
+	assert.Equal(t, exe, p)
 }
 
 func TestHandOverRefusesLoop(t *testing.T) {

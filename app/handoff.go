@@ -31,6 +31,9 @@ var ErrNoCUDAExecutable = errors.New("CUDA executable not found")
 // executable.
 func cudaExecutable() (string, error) {
 	if p := os.Getenv(CUDAExeEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%w: %s=%s", ErrNoCUDAExecutable, CUDAExeEnv, p)
+		}
 		return p, nil
 	}
 	self, err := os.Executable()

@@ -1,0 +1,273 @@
+package cpuref
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/epbench/epbench/bench"
+	"github.com/epbench/epbench/bf16"
+	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/validate"
+)
+
+func testConfig(dtype config.DispatchDtype, mode config.CombineMode, reroute int) *config.Config {
+	return &config.Config{DispatchDtype: dtype, CombineMode: mode, Seed: 1, Reroute: reroute}
+}
+
+var (
+	dtypes = []config.DispatchDtype{config.DtypeBF16, config.DtypeFP8E4M3}
+	modes  = []config.CombineMode{config.RankLocalReduce, config.DirectSend}
+)
+
+func TestNewRejectsBadShapes(t *testing.T) {
+	good := bench.Shape{Ranks: 1, Rank: 0, Tokens: 4, Hidden: 256, TopK: 2, Experts: 4}
+	cfg := testConfig(config.DtypeBF16, config.RankLocalReduce, 1)
+	cases := []struct {
+		name string
+		comm Exchanger
+		edit func(s *bench.Shape, c *config.Config)
+		want string
+	}{
+		{"no comm", nil, nil, "cpuref: no communicator"},
+		{"ranks", loopback{}, func(s *bench.Shape, c *config.Config) { s.Ranks = 2 }, "shape has 2 ranks, the communicator 1"},
+		{"rank", loopback{}, func(s *bench.Shape, c *config.Config) { s.Rank = 1 }, "shape is for rank 1"},
+		{"hidden 128", loopback{}, func(s *bench.Shape, c *config.Config) { s.Hidden = 128 }, "hidden 128 must be a multiple of 128 in [129, 16384]"},
+		{"hidden 300", loopback{}, func(s *bench.Shape, c *config.Config) { s.Hidden = 300 }, "hidden 300"},
+		{"tokens", loopback{}, func(s *bench.Shape, c *config.Config) { s.Tokens = 0 }, "tokens 0 outside"},
+		{"top-k", loopback{}, func(s *bench.Shape, c *config.Config) { s.TopK = 5 }, "top-k 5 outside [1, min(32, experts 4)]"},
+		{"experts", loopback{}, func(s *bench.Shape, c *config.Config) { s.Experts = 0 }, "experts 0"},
+		{"dtype", loopback{}, func(s *bench.Shape, c *config.Config) { c.DispatchDtype = 7 }, "unsupported dispatch dtype"},
+		{"mode", loopback{}, func(s *bench.Shape, c *config.Config) { c.CombineMode = 7 }, "unsupported combine mode"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, cf := good, *cfg
+			if c.edit != nil {
+				c.edit(&s, &cf)
+			}
+			_, err := New(c.comm, s, &cf)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+	if _, err := New(loopback{}, good, nil); err == nil {
+		t.Fatal("nil config accepted")
+	}
+}
+
+func TestLifecycleErrors(t *testing.T) {
+	shape := bench.Shape{Ranks: 1, Tokens: 4, Hidden: 256, TopK: 2, Experts: 4}
+	b, err := New(loopback{}, shape, testConfig(config.DtypeBF16, config.DirectSend, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name() != "cpu" || b.Routings() != 2 {
+		t.Errorf("name %q, routings %d", b.Name(), b.Routings())
+	}
+	if err := b.Combine(0); err == nil || !strings.Contains(err.Error(), "before a successful dispatch") {
+		t.Errorf("combine before dispatch: %v", err)
+	}
+	if err := b.Dispatch(2); err == nil || !strings.Contains(err.Error(), "routing 2 outside [0, 2)") {
+		t.Errorf("dispatch of routing 2: %v", err)
+	}
+	if err := b.Dispatch(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Combine(1); err == nil || !strings.Contains(err.Error(), "combine of routing 1 after the dispatch of routing 0") {
+		t.Errorf("combine of another routing: %v", err)
+	}
+	if _, err := b.ElapsedUs(0, 1); err == nil || !strings.Contains(err.Error(), "never recorded") {
+		t.Errorf("elapsed without marks: %v", err)
+	}
+	if err := b.Mark(4); err == nil {
+		t.Error("mark 4 accepted")
+	}
+	for i := range 4 {
+		if err := b.Mark(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if us, err := b.ElapsedUs(0, 3); err != nil || us < 0 {
+		t.Errorf("elapsed %v, %v", us, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{"dispatch": b.Dispatch(0), "combine": b.Combine(0), "sync": b.Sync(), "poison": b.Poison(), "mark": b.Mark(0)} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v", name, err)
+		}
+	}
+	if _, err := b.Outputs(); !errors.Is(err, ErrClosed) {
+		t.Errorf("outputs after Close: %v", err)
+	}
+}
+
+// TestNoAllocation: after New, Dispatch and Combine allocate nothing.
+func TestNoAllocation(t *testing.T) {
+	shape := bench.Shape{Ranks: 1, Tokens: 16, Hidden: 256, TopK: 4, Experts: 8}
+	for _, dtype := range dtypes {
+		for _, mode := range modes {
+			b, err := New(loopback{}, shape, testConfig(dtype, mode, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := 0
+			allocs := testing.AllocsPerRun(10, func() {
+				if err := b.Mark(0); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Dispatch(j); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Combine(j); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Mark(1); err != nil {
+					t.Fatal(err)
+				}
+				j = 1 - j
+			})
+			if allocs != 0 {
+				t.Errorf("%v %v: %v allocations per dispatch+combine, want 0", dtype, mode, allocs)
+			}
+		}
+	}
+}
+
+// runGroup runs Dispatch and Combine of routing j on every rank of an
+// in-process group and returns each rank's outputs. prepare may adjust a
+// backend (its routing) before the run.
+func runGroup(t *testing.T, shape bench.Shape, cfg *config.Config, j int, prepare func(b *Backend)) []*bench.Outputs {
+	t.Helper()
+	group := newChanGroup(shape.Ranks)
+	outs := make([]*bench.Outputs, shape.Ranks)
+	errs := make([]error, shape.Ranks)
+	var wg sync.WaitGroup
+	for r := range group {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := shape
+			s.Rank = r
+			b, err := New(group[r], s, cfg)
+			if err == nil {
+				if prepare != nil {
+					prepare(b)
+				}
+				err = errors.Join(b.Poison(), b.Dispatch(j), b.Combine(j), b.Sync())
+			}
+			if err == nil {
+				outs[r], err = b.Outputs()
+			}
+			errs[r] = err
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return outs
+}
+
+// TestInProcessGroupValidates runs small jobs with goroutine ranks and
+// checks every rank with package validate.
+func TestInProcessGroupValidates(t *testing.T) {
+	shapes := []bench.Shape{
+		{Ranks: 1, Tokens: 5, Hidden: 256, TopK: 3, Experts: 4},
+		{Ranks: 2, Tokens: 9, Hidden: 256, TopK: 4, Experts: 8},
+		{Ranks: 4, Tokens: 6, Hidden: 384, TopK: 3, Experts: 8},
+		{Ranks: 3, Tokens: 1, Hidden: 256, TopK: 1, Experts: 3},
+	}
+	for _, shape := range shapes {
+		for _, dtype := range dtypes {
+			for _, mode := range modes {
+				cfg := testConfig(dtype, mode, 2)
+				for j := range 2 {
+					outs := runGroup(t, shape, cfg, j, nil)
+					all, err := validate.RoutingTopK(shape, cfg.Seed, j)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for r, o := range outs {
+						s := shape
+						s.Rank = r
+						rep := validate.Check(validate.Input{Shape: s, Dtype: dtype, Mode: mode, TopK: all}, o)
+						if !rep.DispatchOK || !rep.CombineOK {
+							t.Errorf("%+v %v %v routing %d: %s", s, dtype, mode, j, rep.First)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestCombineOrderInBackend: two ranks, a token of rank 0 selecting experts
+// on ranks 0, 1, 0 with weights 1, 2^-10, 2^-8. Its rows hold -128, so
+// only the order of the additions differs: direct_send gives
+// bf16(-128.625) = -129 and rank_local_reduce bf16(bf16(-128.5) - 0.125) =
+// -128. The backend must produce both, bit for bit.
+func TestCombineOrderInBackend(t *testing.T) {
+	shape := bench.Shape{Ranks: 2, Tokens: 1, Hidden: 256, TopK: 3, Experts: 4}
+	routingOf := [][]int64{{0, 2, 1}, {3, 1, -1}}
+	prepare := func(b *Backend) {
+		b.topk[0] = routingOf[b.rank]
+		if b.rank == 0 {
+			copy(b.weights, []float32{1, 0x1p-10, 0x1p-8})
+		}
+	}
+	want := map[config.CombineMode]float32{config.DirectSend: -129, config.RankLocalReduce: -128}
+	for mode, w := range want {
+		outs := runGroup(t, shape, testConfig(config.DtypeBF16, mode, 1), 0, prepare)
+		if got := bf16.ToFloat32(outs[0].Out[0]); got != w {
+			t.Errorf("%v: out[0][0] = %v, want %v", mode, got, w)
+		}
+		in := validate.Input{Shape: shape, Mode: mode, TopK: []int64{0, 2, 1, 3, 1, -1}, Weights: []float32{1, 0x1p-10, 0x1p-8}}
+		if rep := validate.Check(in, outs[0]); !rep.DispatchOK || !rep.CombineOK {
+			t.Errorf("%v: %s", mode, rep.First)
+		}
+	}
+}
+
+// TestCombineArithmetic applies the reduction helpers in the two orders of
+// docs/DESIGN.md to the case of TestCombineOrderInBackend: a bf16 rounding
+// of a partial sum changes the result.
+func TestCombineArithmetic(t *testing.T) {
+	y := []uint16{bf16.FromFloat32(-128)}
+	w := []float32{1, 0x1p-10, 0x1p-8} // slots on ranks 0, 1, 0
+
+	direct := []float32{0}
+	for _, wk := range w {
+		accumulate(direct, wk, y)
+	}
+
+	p0, p1 := []float32{0}, []float32{0}
+	accumulate(p0, w[0], y)
+	accumulate(p1, w[1], y)
+	accumulate(p0, w[2], y)
+	row := make([]byte, 2)
+	local := []float32{0}
+	for _, p := range [][]float32{p0, p1} {
+		le.PutUint16(row, bf16.FromFloat32(p[0]))
+		addBytes(local, row)
+	}
+
+	if d, l := bf16.FromFloat32(direct[0]), bf16.FromFloat32(local[0]); d == l {
+		t.Fatalf("both orders give %#04x", d)
+	} else if bf16.ToFloat32(d) != -129 || bf16.ToFloat32(l) != -128 {
+		t.Errorf("direct_send %v, rank_local_reduce %v; want -129, -128", bf16.ToFloat32(d), bf16.ToFloat32(l))
+	}
+
+	acc := []float32{0.5}
+	le.PutUint16(row, bf16.FromFloat32(3))
+	addWeightedBytes(acc, 0.25, row)
+	if acc[0] != 1.25 {
+		t.Errorf("addWeightedBytes: %v, want 1.25", acc[0])
+	}
+}
