@@ -8,7 +8,8 @@
 // source ranks, so the layout is deterministic and needs no atomics and no
 // clean-up between calls.
 //
-// Combine: the expert side walks the received (source, token) slots, and
+// Combine: the expert side walks the received (source, token) slots, cut
+// into row slices so every warp of the grid has work, and
 // either reduces its local experts' weighted rows into one bf16 partial
 // (rank_local_reduce) or sends every expert row back (direct_send); then it
 // signals. The source side waits for every rank and reduces per token.
@@ -25,6 +26,9 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / kWarp;
+constexpr int kUnroll = 8;               // 16-byte loads in flight per thread in block copies
+constexpr int kVecPerLane = 4;           // 16-byte vectors per lane in a combine work item
+constexpr int kSliceVecs = kWarp * kVecPerLane;  // a row is cut into slices of this many vectors
 
 // Exclusive prefix count of pred over the block, in thread order; *total gets
 // the block's count. All threads must call it.
@@ -168,13 +172,27 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 a.row_pos[((int64_t)s * T + t) * K + k] = row;
             }
             __syncthreads();
-            // One warp per row: copy the message row into recv_x.
-            const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-            for (int i = warp; i < chunk_n; i += kWarps) {
-                const int row = begin + count + i;
-                const uint4* from = reinterpret_cast<const uint4*>(dispatch_slot(a, self, s, chunk_t[i]) + hdr);
-                uint4* to = reinterpret_cast<uint4*>(a.recv_x + ((int64_t)l * R * T + row) * H);
-                for (int v = lane; v < vec_per_row; v += kWarp) to[v] = __ldcg(from + v);
+            // The whole block copies the chunk's rows, kUnroll 16-byte loads
+            // in flight per thread before their stores.
+            const int total = chunk_n * vec_per_row;
+            for (int base = threadIdx.x; base < total; base += kThreads * kUnroll) {
+                uint4 tmp[kUnroll];
+#pragma unroll
+                for (int u = 0; u < kUnroll; u++) {
+                    const int e = base + u * kThreads;
+                    if (e < total) {
+                        const int i = e / vec_per_row, v = e % vec_per_row;
+                        tmp[u] = __ldcg(reinterpret_cast<const uint4*>(dispatch_slot(a, self, s, chunk_t[i]) + hdr) + v);
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < kUnroll; u++) {
+                    const int e = base + u * kThreads;
+                    if (e < total) {
+                        const int i = e / vec_per_row, v = e % vec_per_row;
+                        reinterpret_cast<uint4*>(a.recv_x + ((int64_t)l * R * T + begin + count + i) * H)[v] = tmp[u];
+                    }
+                }
             }
             count += chunk_n;
             __syncthreads();
@@ -197,9 +215,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const int lo = a.rank * L, hi = lo + L;
     const int64_t rows_per_expert = (int64_t)R * T;
 
-    // --- expert side: one warp per received (source rank, token) ---
-    for (int item = gwarp; item < R * T; item += nwarps) {
-        const int s = item / T, t = item % T;
+    // --- expert side: one warp per received (source rank, token, row slice) ---
+    const int slices = (vec_per_row + kSliceVecs - 1) / kSliceVecs;
+    for (int item = gwarp; item < R * T * slices; item += nwarps) {
+        const int st = item / slices, slice = item % slices;
+        const int s = st / T, t = st % T;
         const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
         if (__ldcg(h) != a.epoch) continue;
         const int* idx = h + 4;
@@ -210,25 +230,38 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             const int e = __ldcg(idx + lane);
             if (e >= lo && e < hi) my_k = lane;
         }
-        unsigned local = __ballot_sync(0xffffffffu, my_k >= 0);
+        const unsigned local = __ballot_sync(0xffffffffu, my_k >= 0);
         if (local == 0) continue;
         const uint64_t dst_base = at<uint8_t>(a.peers[s], a.off_combine_recv) - (uint8_t*)0;
+        const int v0 = slice * kSliceVecs + lane;
         if (a.combine_mode == 0) {
-            uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)a.rank * T + t) * (uint64_t)H * 2);
-            for (int v = lane; v < vec_per_row; v += kWarp) {
-                float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                for (unsigned m = local; m; m &= m - 1) {
-                    const int k = __ffs(m) - 1;
-                    const int l = __ldcg(idx + k) - lo;
-                    const int row = a.row_pos[((int64_t)s * T + t) * K + k];
-                    const float wk = __ldcg(w + k);
-                    float f[8];
-                    unpack8(__ldg(reinterpret_cast<const uint4*>(a.y + ((int64_t)l * rows_per_expert + row) * H) + v), f);
+            float acc[kVecPerLane][8];
 #pragma unroll
-                    for (int j = 0; j < 8; j++) acc[j] = mul_add_rn(acc[j], wk, f[j]);
+            for (int u = 0; u < kVecPerLane; u++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
+            for (unsigned m = local; m; m &= m - 1) {
+                const int k = __ffs(m) - 1;
+                const int l = __ldcg(idx + k) - lo;
+                const int row = a.row_pos[((int64_t)s * T + t) * K + k];
+                const float wk = __ldcg(w + k);
+                const uint4* from = reinterpret_cast<const uint4*>(a.y + ((int64_t)l * rows_per_expert + row) * H);
+                uint4 in[kVecPerLane];
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++)
+                    if (v0 + u * kWarp < vec_per_row) in[u] = __ldg(from + v0 + u * kWarp);
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++) {
+                    float f[8];
+                    unpack8(in[u], f);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], wk, f[j]);
                 }
-                to[v] = pack8(acc);
             }
+            uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)a.rank * T + t) * (uint64_t)H * 2);
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++)
+                if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(acc[u]);
         } else {
             for (unsigned m = local; m; m &= m - 1) {
                 const int k = __ffs(m) - 1;
@@ -236,7 +269,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 const int row = a.row_pos[((int64_t)s * T + t) * K + k];
                 const uint4* from = reinterpret_cast<const uint4*>(a.y + ((int64_t)l * rows_per_expert + row) * H);
                 uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)t * K + k) * (uint64_t)H * 2);
-                for (int v = lane; v < vec_per_row; v += kWarp) to[v] = __ldg(from + v);
+                uint4 in[kVecPerLane];
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++)
+                    if (v0 + u * kWarp < vec_per_row) in[u] = __ldg(from + v0 + u * kWarp);
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++)
+                    if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = in[u];
             }
         }
     }
@@ -257,15 +296,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     __syncthreads();
     if (failed) return;
     const uint8_t* recv = at<const uint8_t>(self, a.off_combine_recv);
-    for (int t = gwarp; t < T; t += nwarps) {
+    for (int item = gwarp; item < T * slices; item += nwarps) {
+        const int t = item / slices, slice = item % slices;
         int e = -1;
         float wk = 0.f;
         if (lane < K) {
             e = (int)a.topk_idx[(int64_t)t * K + lane];
             wk = a.topk_w[(int64_t)t * K + lane];
         }
-        // Warp-uniform lists before the row loop, whose trip count differs
-        // between lanes: the terms of the sum, in the order they are added.
+        // Warp-uniform list of the terms of the sum, in the order they are added.
         const unsigned valid = __ballot_sync(0xffffffffu, e >= 0);
         int n = 0;
         int src_row[kMaxTopK];
@@ -293,21 +332,34 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 n++;
             }
         }
-        uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
-        for (int v = lane; v < vec_per_row; v += kWarp) {
-            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            for (int i = 0; i < n; i++) {
+        const int v0 = slice * kSliceVecs + lane;
+        float acc[kVecPerLane][8];
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
+        for (int i = 0; i < n; i++) {
+            const uint4* from = reinterpret_cast<const uint4*>(recv + (uint64_t)src_row[i] * H * 2);
+            uint4 in[kVecPerLane];
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++)
+                if (v0 + u * kWarp < vec_per_row) in[u] = __ldcg(from + v0 + u * kWarp);
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++) {
                 float f[8];
-                unpack8(__ldcg(reinterpret_cast<const uint4*>(recv + (uint64_t)src_row[i] * H * 2) + v), f);
+                unpack8(in[u], f);
                 if (a.combine_mode == 0) {
 #pragma unroll
-                    for (int j = 0; j < 8; j++) acc[j] = __fadd_rn(acc[j], f[j]);
+                    for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], f[j]);
                 } else {
 #pragma unroll
-                    for (int j = 0; j < 8; j++) acc[j] = mul_add_rn(acc[j], src_w[i], f[j]);
+                    for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], src_w[i], f[j]);
                 }
             }
-            to[v] = pack8(acc);
         }
+        uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++)
+            if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(acc[u]);
     }
 }
