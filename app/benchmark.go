@@ -115,9 +115,7 @@ func measure(w *World, cfg *config.Config, backend string, opts Options, mpiMs f
 		CombineBytes:  stats.CombineBytes(sel, cfg.Hidden),
 	}
 	if cfg.Validate {
-		if run.Validate, err = validator(shape, cfg); err != nil {
-			return Runtime(err)
-		}
+		run.Validate = validate.Validator(shape, cfg)
 	}
 
 	m, err := run.Loop()
@@ -200,24 +198,6 @@ func writeResult(out io.Writer, cfg *config.Config, res *report.Result) error {
 		return fmt.Errorf("--json: %w", err)
 	}
 	return f.Close()
-}
-
-// validator checks outputs against expectations computed from the routing
-// and inputs alone; every rank's topk_idx of each routing is regenerated once
-// here, outside the timed loop.
-func validator(shape bench.Shape, cfg *config.Config) (bench.Validator, error) {
-	tables := make([][]int64, max(cfg.Reroute, 1))
-	for j := range tables {
-		t, err := validate.RoutingTopK(shape, cfg.Seed, j)
-		if err != nil {
-			return nil, err
-		}
-		tables[j] = t
-	}
-	return func(o *bench.Outputs, j int) (bench.Check, error) {
-		rep := validate.Check(validate.Input{Shape: shape, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: tables[j]}, o)
-		return bench.Check{DispatchOK: rep.DispatchOK, CombineOK: rep.CombineOK, CalcDiff: rep.CalcDiff, Detail: rep.First}, nil
-	}, nil
 }
 
 func dtypeOf(cfg *config.Config) stats.DType {

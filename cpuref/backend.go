@@ -22,6 +22,14 @@ type Exchanger interface {
 // ErrClosed is returned by every operation after Close.
 var ErrClosed = errors.New("cpuref: backend is closed")
 
+// maxLayoutBytes bounds recv_x ([L, R*T, H]), which grows with experts x
+// tokens, so an absurd shape fails in New rather than exhausting memory.
+const maxLayoutBytes = 1 << 36
+
+// minHidden is the narrowest multiple of 128 that holds a validation token
+// row (routing.MinValidationHidden).
+const minHidden = (routing.MinValidationHidden + ScaleBlock - 1) / ScaleBlock * ScaleBlock
+
 // marks is the number of time stamp slots (bench.Backend.Mark).
 const marks = 4
 
@@ -160,7 +168,7 @@ func checkShape(s bench.Shape, comm Exchanger) error {
 		return fmt.Errorf("cpuref: tokens %d outside [1, %d]", s.Tokens, config.MaxTokens)
 	case s.Hidden%ScaleBlock != 0 || s.Hidden < routing.MinValidationHidden || s.Hidden > config.MaxHidden:
 		return fmt.Errorf("cpuref: hidden %d must be a multiple of %d in [%d, %d] (the token rows carry their rank and token id)",
-			s.Hidden, ScaleBlock, routing.MinValidationHidden, config.MaxHidden)
+			s.Hidden, ScaleBlock, minHidden, config.MaxHidden)
 	case s.Experts < s.Ranks || s.Experts%s.Ranks != 0 || s.Experts > config.MaxExperts:
 		return fmt.Errorf("cpuref: experts %d must be a positive multiple of the %d ranks, at most %d", s.Experts, s.Ranks, config.MaxExperts)
 	case s.TopK < 1 || s.TopK > config.MaxTopK || s.TopK > s.Experts:
@@ -195,12 +203,14 @@ func (b *Backend) allocate() error {
 		{"dispatch receive", R * T * b.msg},
 		{"combine send", combSendRows * 2 * H},
 		{"combine receive", T * K * 2 * H},
-		{"receive layout", rows * H * 2},
 	}
 	for _, s := range sizes {
 		if s.bytes > math.MaxInt32 {
 			return fmt.Errorf("cpuref: the %s buffer needs %d bytes, beyond MPI's int counts", s.what, s.bytes)
 		}
+	}
+	if rows*H*2 > maxLayoutBytes {
+		return fmt.Errorf("cpuref: the expert-major receive layout needs %d bytes, more than %d", rows*H*2, maxLayoutBytes)
 	}
 	b.dispSend = make([]byte, sizes[0].bytes)
 	b.dispRecv = make([]byte, sizes[1].bytes)
@@ -315,9 +325,14 @@ func (b *Backend) Poison() error {
 	return nil
 }
 
+// fill sets every element of s to v, doubling the filled prefix with copy.
 func fill[T any](s []T, v T) {
-	for i := range s {
-		s[i] = v
+	if len(s) == 0 {
+		return
+	}
+	s[0] = v
+	for n := 1; n < len(s); n *= 2 {
+		copy(s[n:], s[:n])
 	}
 }
 

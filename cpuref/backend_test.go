@@ -33,7 +33,7 @@ func TestNewRejectsBadShapes(t *testing.T) {
 		{"no comm", nil, nil, "cpuref: no communicator"},
 		{"ranks", loopback{}, func(s *bench.Shape, c *config.Config) { s.Ranks = 2 }, "shape has 2 ranks, the communicator 1"},
 		{"rank", loopback{}, func(s *bench.Shape, c *config.Config) { s.Rank = 1 }, "shape is for rank 1"},
-		{"hidden 128", loopback{}, func(s *bench.Shape, c *config.Config) { s.Hidden = 128 }, "hidden 128 must be a multiple of 128 in [129, 16384]"},
+		{"hidden 128", loopback{}, func(s *bench.Shape, c *config.Config) { s.Hidden = 128 }, "hidden 128 must be a multiple of 128 in [256, 16384]"},
 		{"hidden 300", loopback{}, func(s *bench.Shape, c *config.Config) { s.Hidden = 300 }, "hidden 300"},
 		{"tokens", loopback{}, func(s *bench.Shape, c *config.Config) { s.Tokens = 0 }, "tokens 0 outside"},
 		{"top-k", loopback{}, func(s *bench.Shape, c *config.Config) { s.TopK = 5 }, "top-k 5 outside [1, min(32, experts 4)]"},
@@ -235,6 +235,29 @@ func TestCombineOrderInBackend(t *testing.T) {
 	}
 }
 
+// TestCombineRankOrderInBackend: four ranks, a token of rank 0 selecting
+// one expert on each with partials -1, -2^-8, -2^-24, -2^-24 (weights 2^-7,
+// 2^-15, 2^-31, 2^-31 times rows of -128). Summed in rank order the two
+// small partials each vanish in a tie to even and bf16 gives -1; summed in
+// reverse they add up to -2^-23, which tips the bf16 rounding to -1-2^-7.
+func TestCombineRankOrderInBackend(t *testing.T) {
+	shape := bench.Shape{Ranks: 4, Tokens: 1, Hidden: 256, TopK: 4, Experts: 4}
+	routingOf := [][]int64{{0, 1, 2, 3}, {1, -1, -1, -1}, {2, -1, -1, -1}, {3, -1, -1, -1}}
+	w := []float32{0x1p-7, 0x1p-15, 0x1p-31, 0x1p-31}
+	prepare := func(b *Backend) {
+		b.topk[0] = routingOf[b.rank]
+		if b.rank == 0 {
+			copy(b.weights, w)
+		}
+	}
+	for _, mode := range modes {
+		outs := runGroup(t, shape, testConfig(config.DtypeBF16, mode, 1), 0, prepare)
+		if got := bf16.ToFloat32(outs[0].Out[0]); got != -1 {
+			t.Errorf("%v: out[0][0] = %v, want -1", mode, got)
+		}
+	}
+}
+
 // TestCombineArithmetic applies the reduction helpers in the two orders of
 // docs/DESIGN.md to the case of TestCombineOrderInBackend: a bf16 rounding
 // of a partial sum changes the result.
@@ -264,7 +287,21 @@ func TestCombineArithmetic(t *testing.T) {
 		t.Errorf("direct_send %v, rank_local_reduce %v; want -129, -128", bf16.ToFloat32(d), bf16.ToFloat32(l))
 	}
 
-	acc := []float32{0.5}
+	// No fused multiply-add: with acc = -(1+2^-7), w = 1+2^-17+2^-23 and
+	// y = 1+2^-7, the product rounds up to 1+2^-7+2^-17+2^-22 and the sum
+	// is 2^-17+2^-22; a fused operation would give
+	// 2^-17+2^-23+2^-24+2^-30.
+	const yv, wv = 1 + 0x1p-7, 1 + 0x1p-17 + 0x1p-23
+	acc := []float32{-yv}
+	accumulate(acc, wv, []uint16{bf16.FromFloat32(yv)})
+	le.PutUint16(row, bf16.FromFloat32(yv))
+	acc2 := []float32{-yv}
+	addWeightedBytes(acc2, wv, row)
+	if want := float32(0x1p-17 + 0x1p-22); acc[0] != want || acc2[0] != want {
+		t.Errorf("w*y+acc = %v, %v; want %v, each operation rounded", acc[0], acc2[0], want)
+	}
+
+	acc = []float32{0.5}
 	le.PutUint16(row, bf16.FromFloat32(3))
 	addWeightedBytes(acc, 0.25, row)
 	if acc[0] != 1.25 {

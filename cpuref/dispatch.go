@@ -118,7 +118,7 @@ func (b *Backend) packMessage(m []byte, t int, sel []int64) {
 	row := b.x[t*b.H : (t+1)*b.H]
 	p := m[b.hdr:]
 	if b.dtype == config.DtypeFP8E4M3 {
-		// Quantised once per (token, destination), as a kernel would.
+		// Quantised once per token; further destinations copy the message.
 		QuantizeRow(row, b.qrow, b.qscales)
 		copy(p, b.qrow)
 		for i, s := range b.qscales {

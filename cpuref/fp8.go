@@ -74,9 +74,11 @@ func E4M3ToFloat32(q uint8) float32 {
 // QuantizeRow quantises one bf16 row per docs/DESIGN.md: for each block of
 // 128 channels, amax = max(max|x|, 1e-4), q = ToE4M3(x * (448/amax)) with the
 // division and the multiply each one rounded fp32 operation, and scale =
-// amax/448. len(q) must be len(row) and len(scales) len(row)/128.
+// amax/448. It converts the whole 128-channel blocks that row, q and scales
+// all have room for.
 func QuantizeRow(row []uint16, q []uint8, scales []float32) {
-	for b := range scales {
+	blocks := min(len(row), len(q)) / ScaleBlock
+	for b := range min(blocks, len(scales)) {
 		lo := b * ScaleBlock
 		block := row[lo : lo+ScaleBlock]
 		amax := MinAmax
@@ -93,9 +95,11 @@ func QuantizeRow(row []uint16, q []uint8, scales []float32) {
 }
 
 // DequantizeRow writes the identity expert's output for an FP8 row,
-// bf16(fp32(decode(q) * scale)), into dst.
+// bf16(fp32(decode(q) * scale)), into dst, for the channels that q, dst
+// and scales all cover.
 func DequantizeRow(q []uint8, scales []float32, dst []uint16) {
-	for c, v := range q {
+	n := min(len(q), len(dst), len(scales)*ScaleBlock)
+	for c, v := range q[:n] {
 		dst[c] = bf16.FromFloat32(float32(E4M3ToFloat32(v) * scales[c/ScaleBlock]))
 	}
 }

@@ -180,3 +180,21 @@ func TestQuantizeRowPerBlock(t *testing.T) {
 		t.Errorf("dequantised %v, %v; want -120, 3", bf16.ToFloat32(deq[0]), bf16.ToFloat32(deq[130]))
 	}
 }
+
+func TestQuantizeRowShortBuffers(t *testing.T) {
+	row := make([]uint16, 256)
+	for c := range row {
+		row[c] = bf16.FromFloat32(2)
+	}
+	q := make([]uint8, 200) // room for one block only
+	scales := make([]float32, 2)
+	QuantizeRow(row, q, scales)
+	if q[0] != 0x7E || q[128] != 0 || scales[1] != 0 {
+		t.Errorf("q[0]=%#02x q[128]=%#02x scales=%v: only block 0 should be written", q[0], q[128], scales)
+	}
+	dst := make([]uint16, 256)
+	DequantizeRow(q, scales[:1], dst)
+	if bf16.ToFloat32(dst[0]) != 2 || dst[128] != 0 {
+		t.Errorf("dequantised %v, %#04x", bf16.ToFloat32(dst[0]), dst[128])
+	}
+}

@@ -42,6 +42,7 @@ type Backend struct {
 	params    *ParamBlock
 	args      kernels.Args
 	grid      int
+	capTokens int
 	expectD   uint64
 	expectC   uint64
 
@@ -88,7 +89,7 @@ func NewBackend(dev *Device, g Gatherer, t Transport, shape bench.Shape, cfg *co
 	if cfg.DispatchDtype != config.DtypeBF16 {
 		return nil, fmt.Errorf("--dispatch-dtype %s: the cuda backend dispatches BF16 only for now", cfg.DispatchDtype)
 	}
-	b := &Backend{shape: shape, cfg: cfg, dev: dev, transport: t, sizes: map[uint64]int64{}}
+	b := &Backend{shape: shape, cfg: cfg, dev: dev, transport: t, sizes: map[uint64]int64{}, capTokens: shape.Tokens}
 	if err := b.setup(g); err != nil {
 		_ = b.Close()
 		return nil, err
@@ -196,29 +197,8 @@ func (b *Backend) setup(g Gatherer) error {
 		return allocErr
 	}
 
-	// Inputs: token rows and weights as ep_bench makes them, one routing per j.
-	rows, err := routing.TokenRows(s.Rank, T, H)
-	if err != nil {
+	if err := b.upload(T); err != nil {
 		return err
-	}
-	if err := CopyToDevice(b.x, u16bytes(rows), b.stream); err != nil {
-		return err
-	}
-	weights, err := routing.Weights(s.Rank, T, K)
-	if err != nil {
-		return err
-	}
-	for j := 0; j < cfg.Reroute; j++ {
-		idx, err := routing.TopK(T, s.Experts, K, routing.GenSeed(cfg.Seed, s.Rank, R, j))
-		if err != nil {
-			return err
-		}
-		if err := CopyToDevice(b.idx[j], i64bytes(idx), b.stream); err != nil {
-			return err
-		}
-		if err := CopyToDevice(b.w[j], f32bytes(weights), b.stream); err != nil {
-			return err
-		}
 	}
 	pb := make([]byte, 8*R)
 	for r, p := range peers {
@@ -261,6 +241,51 @@ func allgatherInt(g Gatherer, v int) ([]int, error) {
 		out[i] = int(binary.LittleEndian.Uint64(all[8*i:]))
 	}
 	return out, nil
+}
+
+// upload writes the inputs for t tokens: token rows and weights as ep_bench
+// makes them, one routing per j.
+func (b *Backend) upload(t int) error {
+	s, cfg := b.shape, b.cfg
+	rows, err := routing.TokenRows(s.Rank, t, s.Hidden)
+	if err != nil {
+		return err
+	}
+	if err := CopyToDevice(b.x, u16bytes(rows), b.stream); err != nil {
+		return err
+	}
+	weights, err := routing.Weights(s.Rank, t, s.TopK)
+	if err != nil {
+		return err
+	}
+	for j := range b.idx {
+		idx, err := routing.TopK(t, s.Experts, s.TopK, routing.GenSeed(cfg.Seed, s.Rank, s.Ranks, j))
+		if err != nil {
+			return err
+		}
+		if err := CopyToDevice(b.idx[j], i64bytes(idx), b.stream); err != nil {
+			return err
+		}
+		if err := CopyToDevice(b.w[j], f32bytes(weights), b.stream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetTokens re-targets the set-up buffers, sized for the shape's tokens, at
+// t ≤ that many tokens per rank (for sweeps): new inputs, same memory. Every
+// rank must call it with the same t before the next operation.
+func (b *Backend) SetTokens(t int) error {
+	if t < 1 || t > b.capTokens {
+		return fmt.Errorf("tokens %d outside the set-up's 1..%d", t, b.capTokens)
+	}
+	if err := b.upload(t); err != nil {
+		return err
+	}
+	b.shape.Tokens = t
+	b.args.Tokens = int32(t)
+	return b.stream.Sync()
 }
 
 // Name implements bench.Backend.

@@ -49,11 +49,27 @@ __device__ int block_exclusive_count(bool pred, int* total, int* warp_sums) {
     return before + in_warp;
 }
 
-// The slot of local expert `expert` (global id) in a message header, or -1.
-__device__ __forceinline__ int find_expert(const int* idx, int topk, int expert) {
-    for (int k = 0; k < topk; k++)
-        if (__ldcg(idx + k) == expert) return k;
-    return -1;
+// The top-k slot of expert `expert` (global id) in a dispatch message header,
+// or -1 when the header is stale (another call's epoch) or does not select
+// it. All loads are 16 bytes wide and independent, so one header costs one
+// memory round trip rather than one per slot.
+__device__ __forceinline__ int header_slot(const int* h, int epoch, int topk, int expert) {
+    const int4 head = __ldcg(reinterpret_cast<const int4*>(h));
+    int4 ids[kMaxTopK / 4];
+#pragma unroll
+    for (int i = 0; i < kMaxTopK / 4; i++)
+        if (4 * i < topk) ids[i] = __ldcg(reinterpret_cast<const int4*>(h + 4) + i);
+    if (head.x != epoch) return -1;
+    int found = -1;
+#pragma unroll
+    for (int i = 0; i < kMaxTopK / 4; i++) {
+        if (4 * i >= topk) break;
+        if (4 * i + 0 < topk && ids[i].x == expert) found = 4 * i + 0;
+        if (4 * i + 1 < topk && ids[i].y == expert) found = 4 * i + 1;
+        if (4 * i + 2 < topk && ids[i].z == expert) found = 4 * i + 2;
+        if (4 * i + 3 < topk && ids[i].w == expert) found = 4 * i + 3;
+    }
+    return found;
 }
 
 __device__ __forceinline__ const uint8_t* dispatch_slot(const LLArgs& a, uint64_t base, int src, int t) {
@@ -150,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 bool hit = false;
                 if (t < T) {
                     const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, p, t));
-                    hit = __ldcg(h) == a.epoch && find_expert(h + 4, K, expert) >= 0;
+                    hit = header_slot(h, a.epoch, K, expert) >= 0;
                 }
                 begin += __syncthreads_count(hit);
             }
@@ -161,7 +177,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             int k = -1;
             if (t < T) {
                 const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
-                if (__ldcg(h) == a.epoch) k = find_expert(h + 4, K, expert);
+                k = header_slot(h, a.epoch, K, expert);
             }
             int chunk_n;
             const int pos = block_exclusive_count(k >= 0, &chunk_n, warp_sums);

@@ -50,6 +50,37 @@ func TestCombineOrderMatters(t *testing.T) {
 	}
 }
 
+// TestRankOrderOfPartials: partials -1, -2^-8, -2^-24, -2^-24 on ranks 0..3
+// give -1 when summed in rank order (the reverse order would give
+// -1-2^-7).
+func TestRankOrderOfPartials(t *testing.T) {
+	in := Input{
+		Shape:   bench.Shape{Ranks: 4, Rank: 0, Tokens: 1, Hidden: 256, TopK: 4, Experts: 4},
+		Mode:    config.RankLocalReduce,
+		TopK:    []int64{0, 1, 2, 3, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1},
+		Weights: []float32{0x1p-7, 0x1p-15, 0x1p-31, 0x1p-31},
+	}
+	out, err := ExpectedOut(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bf16.ToFloat32(out[0]); got != -1 {
+		t.Errorf("got %v, want -1", got)
+	}
+}
+
+// TestWeightedAddRoundsTwice: acc + w*y with the product rounded first
+// (see the same case in package cpuref); a fused multiply-add would keep
+// the product's low bits.
+func TestWeightedAddRoundsTwice(t *testing.T) {
+	const yv, wv = 1 + 0x1p-7, 1 + 0x1p-17 + 0x1p-23
+	acc := []float32{-yv}
+	weightedAdd(acc, wv, []float32{yv})
+	if want := float32(0x1p-17 + 0x1p-22); acc[0] != want {
+		t.Errorf("got %v, want %v", acc[0], want)
+	}
+}
+
 // buildOutputs is a from-scratch model of a correct dispatch on rank
 // in.Shape.Rank (canonical order) plus the expected combine output.
 func buildOutputs(t *testing.T, in Input) *bench.Outputs {
@@ -333,5 +364,24 @@ func TestRoutingTopKMatchesRouting(t *testing.T) {
 				t.Fatalf("rank %d entry %d = %d, want %d", s, i, all[s*10+i], v)
 			}
 		}
+	}
+}
+
+func TestValidatorMatchesCheck(t *testing.T) {
+	in := randomInput(t, 1, config.DtypeFP8E4M3, config.DirectSend)
+	cfg := &config.Config{Seed: 7, DispatchDtype: in.Dtype, CombineMode: in.Mode}
+	v := Validator(in.Shape, cfg)
+	o := buildOutputs(t, in)
+	c, err := v(o, 0)
+	if err != nil || !c.DispatchOK || !c.CombineOK || c.Detail != "" {
+		t.Fatalf("routing 0: %+v, %v", c, err)
+	}
+	// Routing 1 is another table: the same outputs no longer match.
+	if c, err := v(o, 1); err != nil || c.DispatchOK || !strings.HasPrefix(c.Detail, "rank 1, expert") {
+		t.Errorf("routing 1: %+v, %v", c, err)
+	}
+	o.Out[5] ^= 1
+	if c, _ := v(o, 0); c.CombineOK || !strings.HasPrefix(c.Detail, "rank 1, token 0, column 5: ") {
+		t.Errorf("corrupted output: %+v", c)
 	}
 }

@@ -51,7 +51,7 @@ func checkDispatch(in *Input, out *bench.Outputs) string {
 
 func (d *dispatchChecker) checkSizes() string {
 	n := d.L * d.RT
-	if d.out.RecvCount == nil || len(d.out.RecvCount) != d.L {
+	if len(d.out.RecvCount) != d.L {
 		return fmt.Sprintf("recv_count has %d entries, want %d", len(d.out.RecvCount), d.L)
 	}
 	if len(d.out.SrcInfo) != n {

@@ -50,5 +50,6 @@
 // Check is local to one rank. RoutingTopK regenerates every rank's topk_idx
 // for a routing from the seed, GatherTopK collects the tables a backend
 // actually used, and Global reduces the verdicts over ranks (ep_bench's
-// MPI_Allreduce MIN).
+// MPI_Allreduce MIN). Validator wraps RoutingTopK and Check into the
+// runner's bench.Validator.
 package validate

@@ -56,8 +56,9 @@ func (cudaHooks) Platform(w *app.World, cfg *config.Config) (*app.Platform, erro
 	if err != nil {
 		return nil, err
 	}
+	cl := &closer{Backend: b, dev: dev, release: func() {}}
 	plat := &app.Platform{
-		Backend:  closer{b, dev},
+		Backend:  cl,
 		GroupMs:  groupMs,
 		Topology: topology(all, b),
 	}
@@ -82,19 +83,22 @@ func (cudaHooks) Platform(w *app.World, cfg *config.Config) (*app.Platform, erro
 		plat.BeforeTimed = gpu.ProfilerStart
 		plat.AfterTimed = gpu.ProfilerStop
 	default:
-		plat.Kernel, plat.KernelNote = kernelTimer()
+		plat.Kernel, cl.release, plat.KernelNote = kernelTimer()
 	}
 	ok = true
 	return plat, nil
 }
 
-// closer also releases the device when the backend is closed.
+// closer also releases the kernel timer and the device when the backend is
+// closed.
 type closer struct {
 	*gpu.Backend
-	dev *gpu.Device
+	dev     *gpu.Device
+	release func()
 }
 
-func (c closer) Close() error {
+func (c *closer) Close() error {
+	c.release()
 	err := c.Backend.Close()
 	c.dev.Close()
 	return err
