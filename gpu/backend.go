@@ -68,8 +68,9 @@ func layoutFor(s bench.Shape) symLayout {
 	R, T, H, K := int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
 	var l symLayout
 	l.dispatchSignal = 0
-	l.combineSignal = align(8*R, 256)
-	l.dispatchRecv = l.combineSignal + align(8*R, 256)
+	// Each signal area: R arrival counters, then the local block counter.
+	l.combineSignal = align(8*(R+1), 256)
+	l.dispatchRecv = l.combineSignal + align(8*(R+1), 256)
 	l.combineRecv = l.dispatchRecv + align(R*T*int64(kernels.MessageBytes(s.TopK, s.Hidden)), 256)
 	l.total = l.combineRecv + align(max(T*K, R*T)*H*2, 256)
 	return l
@@ -298,7 +299,7 @@ func (b *Backend) launch(f Function, j int, expect *uint64) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
-	*expect += uint64(b.grid)
+	*expect++
 	b.args.TopkIdx, b.args.TopkW = b.idx[j], b.w[j]
 	b.args.Expect = *expect
 	b.args.Put(b.params.Bytes())

@@ -14,8 +14,9 @@
 // (rank_local_reduce) or sends every expert row back (direct_send); then it
 // signals. The source side waits for every rank and reduces per token.
 //
-// Arrival counters only grow: each call adds one per block per source, and
-// the host passes the total expected after this call. Every wait is bounded.
+// Arrival counters only grow: each call adds one per source rank, and the
+// host passes the number of calls so far (the count expected after this
+// call). Every wait is bounded.
 #include <limits.h>
 
 #include "ll.cuh"
@@ -77,10 +78,32 @@ __device__ __forceinline__ const uint8_t* dispatch_slot(const LLArgs& a, uint64_
            ((uint64_t)src * a.tokens + t) * (uint64_t)message_bytes(a.topk, a.hidden);
 }
 
+// Tells every rank that this rank's part of the operation is written: the
+// last block of the grid to finish (counted on a local, monotonic counter at
+// slot R of the signal area) makes one system-scope release per peer, so a
+// peer's counter grows by one per call instead of one per block.
+__device__ void signal_peers(const LLArgs& a, uint64_t self, uint64_t off_signal) {
+    __shared__ int last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();  // this block's stores, local and remote, before the count
+        unsigned long long* done = at<unsigned long long>(self, off_signal) + a.ranks;
+        const unsigned long long before = atomicAdd(done, 1ull);
+        last = before + 1 == a.expect * gridDim.x;
+        if (last) __threadfence();  // every other block's stores before the releases
+    }
+    __syncthreads();
+    if (last && threadIdx.x < a.ranks) {
+        __threadfence_system();
+        red_release_sys_add(at<uint64_t>(a.peers[threadIdx.x], off_signal) + a.rank, 1);
+    }
+}
+
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(const LLArgs a) {
     __shared__ int dests[256];
+    __shared__ int sel_rank[kMaxTopK];
     __shared__ int ndest;
     __shared__ int warp_sums[kWarps];
     __shared__ int chunk_t[kThreads];
@@ -93,12 +116,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
 
     // --- send: one message per (token, destination rank) ---
     for (int t = blockIdx.x; t < T; t += gridDim.x) {
+        if (threadIdx.x < K) {
+            const int64_t e = a.topk_idx[(int64_t)t * K + threadIdx.x];
+            sel_rank[threadIdx.x] = e < 0 ? -1 : (int)(e / L);
+        }
+        __syncthreads();
         if (threadIdx.x == 0) {
             int n = 0;
             for (int k = 0; k < K; k++) {
-                const int64_t e = a.topk_idx[(int64_t)t * K + k];
-                if (e < 0) continue;
-                const int q = (int)(e / L);
+                const int q = sel_rank[k];
+                if (q < 0) continue;
                 bool seen = false;
                 for (int i = 0; i < n; i++) seen |= dests[i] == q;
                 if (!seen) dests[n++] = q;
@@ -131,11 +158,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         }
         __syncthreads();  // dests is rewritten for the next token
     }
-    __syncthreads();
-    if (threadIdx.x < R) {
-        __threadfence_system();
-        red_release_sys_add(at<uint64_t>(a.peers[threadIdx.x], a.off_dispatch_signal) + a.rank, 1);
-    }
+    signal_peers(a, self, a.off_dispatch_signal);
 
     // --- receive: one item per (local expert, source rank) ---
     const uint64_t* arrived = at<const uint64_t>(self, a.off_dispatch_signal);
@@ -146,7 +169,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         failed = 0;
     }
     __syncthreads();
-    for (int item = blockIdx.x; item < L * R; item += gridDim.x) {
+    // Each block takes a contiguous run of items, so that (l, s) usually
+    // follows (l, s-1) in the same block and its begin is already known.
+    const int per_block = (L * R + gridDim.x - 1) / gridDim.x;
+    const int item_end = min(L * R, (int)(blockIdx.x + 1) * per_block);
+    int known_l = -1, known_s = -1, known_end = 0;  // the last item done here, and its begin + count
+    for (int item = blockIdx.x * per_block; item < item_end; item++) {
         const int l = item / R, s = item % R;
         const int expert = a.rank * L + l;
         if (threadIdx.x == 0) {
@@ -160,7 +188,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
 
         // Rows of lower source ranks come first.
         int begin = 0;
-        for (int p = 0; p < s; p++) {
+        const bool follows = known_l == l && known_s == s - 1;
+        if (follows) begin = known_end;
+        for (int p = 0; p < s && !follows; p++) {
             for (int t0 = 0; t0 < T; t0 += kThreads) {
                 const int t = t0 + threadIdx.x;
                 bool hit = false;
@@ -213,6 +243,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             count += chunk_n;
             __syncthreads();
         }
+        known_l = l;
+        known_s = s;
+        known_end = begin + count;
         if (threadIdx.x == 0) {
             a.layout_range[(int64_t)l * R + s] = ((int64_t)begin << 32) | (int64_t)count;
             if (s == R - 1) a.recv_count[l] = begin + count;
@@ -295,11 +328,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             }
         }
     }
-    __syncthreads();
-    if (threadIdx.x < R) {
-        __threadfence_system();
-        red_release_sys_add(at<uint64_t>(a.peers[threadIdx.x], a.off_combine_signal) + a.rank, 1);
-    }
+    signal_peers(a, self, a.off_combine_signal);
 
     // --- source side: wait for every rank, then one warp per token ---
     __shared__ int failed;

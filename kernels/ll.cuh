@@ -22,11 +22,11 @@ struct LLArgs {
     int* row_pos;              // [R, T, K] row of selection (s, t, k) inside its expert (internal)
     const __nv_bfloat16* y;    // [L, R*T, H] combine input (expert outputs)
     __nv_bfloat16* out;        // [T, H] combine output
-    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank
+    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then a local block counter
     uint64_t off_combine_signal;
     uint64_t off_dispatch_recv;    // [R, T] dispatch messages (header + row) per source rank and token
     uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
-    uint64_t expect;           // arrival count every source reaches once this call's signals are in
+    uint64_t expect;           // calls of this kernel so far, this one included: every source's count after it
     uint64_t timeout_ns;       // bound of every spin-wait
     int32_t rank;
     int32_t ranks;
