@@ -49,9 +49,6 @@ func benchmark(args []string, opts Options) error {
 		}
 	}
 	if backend == config.BackendCUDA {
-		if cfg.DispatchDtype != config.DtypeBF16 {
-			return Usagef("--dispatch-dtype: %s is not supported by the cuda backend yet", cfg.DispatchDtype)
-		}
 		if opts.CUDA == nil {
 			return handOver(args)
 		}

@@ -54,6 +54,7 @@ type Backend struct {
 	peers  uint64
 
 	recvX, recvCount, srcInfo, layoutRange, rowPos, out uint64
+	recvScales                                          uint64
 	sizes                                               map[uint64]int64
 }
 
@@ -80,16 +81,13 @@ func layoutFor(s bench.Shape) symLayout {
 // number of routings.
 func MemoryNeeded(s bench.Shape, routings int) int64 {
 	L, R, T, H, K := int64(s.LocalExperts()), int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
-	local := L*R*T*H*2 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + T*H*2 + int64(routings)*(T*K*8+T*K*4)
+	local := L*R*T*H*2 + L*R*T*(H/128)*4 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + T*H*2 + int64(routings)*(T*K*8+T*K*4)
 	return layoutFor(s).total + local + 8*R + 256
 }
 
 // NewBackend sets a rank up: module, symmetric memory shared with every
 // peer, inputs of every routing, outputs. On error everything is released.
 func NewBackend(dev *Device, g Gatherer, t Transport, shape bench.Shape, cfg *config.Config) (*Backend, error) {
-	if cfg.DispatchDtype != config.DtypeBF16 {
-		return nil, fmt.Errorf("--dispatch-dtype %s: the cuda backend dispatches BF16 only for now", cfg.DispatchDtype)
-	}
 	b := &Backend{shape: shape, cfg: cfg, dev: dev, transport: t, sizes: map[uint64]int64{}, capTokens: shape.Tokens}
 	if err := b.setup(g); err != nil {
 		_ = b.Close()
@@ -190,6 +188,7 @@ func (b *Backend) setup(g Gatherer) error {
 	b.layoutRange = must(int64(8 * L * R))
 	b.rowPos = must(int64(4 * R * T * K))
 	b.out = must(int64(T * H * 2))
+	b.recvScales = must(int64(L) * int64(R*T) * int64(H/128) * 4)
 	for j := 0; j < cfg.Reroute; j++ {
 		b.idx = append(b.idx, must(int64(T*K*8)))
 		b.w = append(b.w, must(int64(T*K*4)))
@@ -215,7 +214,7 @@ func (b *Backend) setup(g Gatherer) error {
 	b.args = kernels.Args{
 		Peers: b.peers, Err: b.errw, X: b.x,
 		RecvX: b.recvX, RecvCount: b.recvCount, SrcInfo: b.srcInfo, LayoutRange: b.layoutRange,
-		RowPos: b.rowPos, Y: b.recvX, Out: b.out,
+		RowPos: b.rowPos, Y: b.recvX, Out: b.out, RecvScales: b.recvScales,
 		OffDispatchSignal: uint64(lay.dispatchSignal), OffCombineSignal: uint64(lay.combineSignal),
 		OffDispatchRecv: uint64(lay.dispatchRecv), OffCombineRecv: uint64(lay.combineRecv),
 		TimeoutNs: uint64(cfg.TimeoutMs) * 1_000_000,
@@ -224,6 +223,9 @@ func (b *Backend) setup(g Gatherer) error {
 	}
 	if cfg.CombineMode == config.DirectSend {
 		b.args.CombineMode = 1
+	}
+	if cfg.DispatchDtype == config.DtypeFP8E4M3 {
+		b.args.FP8 = 1
 	}
 	// Peers must not start writing into this rank's memory before it is
 	// zeroed: the caller barriers before the first operation.
@@ -345,7 +347,7 @@ func (b *Backend) ElapsedUs(from, to int) (float64, error) {
 
 // Poison implements bench.Backend.
 func (b *Backend) Poison() error {
-	for _, p := range []uint64{b.recvX, b.recvCount, b.srcInfo, b.layoutRange, b.out} {
+	for _, p := range []uint64{b.recvX, b.recvCount, b.srcInfo, b.layoutRange, b.out, b.recvScales} {
 		if err := MemsetD32Async(p, poisonWord, int(b.sizes[p]/4), b.stream); err != nil {
 			return err
 		}
@@ -357,22 +359,30 @@ func (b *Backend) Poison() error {
 func (b *Backend) Outputs() (*bench.Outputs, error) {
 	s := b.shape
 	L, R, T, H := s.LocalExperts(), s.Ranks, s.Tokens, s.Hidden
+	rows := L * R * T
 	o := &bench.Outputs{
-		RecvX:       make([]uint16, L*R*T*H),
 		RecvCount:   make([]int32, L),
-		SrcInfo:     make([]int32, L*R*T),
+		SrcInfo:     make([]int32, rows),
 		LayoutRange: make([]int64, L*R),
 		Out:         make([]uint16, T*H),
 	}
-	copies := []struct {
+	type span struct {
 		dst []byte
 		src uint64
-	}{
-		{u16bytes(o.RecvX), b.recvX},
+	}
+	copies := []span{
 		{i32bytes(o.RecvCount), b.recvCount},
 		{i32bytes(o.SrcInfo), b.srcInfo},
 		{i64bytes(o.LayoutRange), b.layoutRange},
 		{u16bytes(o.Out), b.out},
+	}
+	if b.args.FP8 != 0 {
+		o.RecvFP8 = make([]uint8, rows*H)
+		o.RecvScales = make([]float32, rows*(H/128))
+		copies = append(copies, span{o.RecvFP8, b.recvX}, span{f32bytes(o.RecvScales), b.recvScales})
+	} else {
+		o.RecvX = make([]uint16, rows*H)
+		copies = append(copies, span{u16bytes(o.RecvX), b.recvX})
 	}
 	for _, c := range copies {
 		if err := CopyFromDevice(c.dst, c.src); err != nil {

@@ -9,15 +9,17 @@ type Args struct {
 	X, TopkIdx, TopkW                          uint64
 	RecvX, RecvCount, SrcInfo, LayoutRange     uint64
 	RowPos, Y, Out                             uint64
+	RecvScales                                 uint64
 	OffDispatchSignal, OffCombineSignal        uint64
 	OffDispatchRecv, OffCombineRecv            uint64
 	Expect, TimeoutNs                          uint64
 	Rank, Ranks, Tokens, Hidden, TopK, LocalEx int32
 	Epoch, CombineMode                         int32
+	FP8, Reserved                              int32
 }
 
-// ArgsSize is sizeof(LLArgs): 18 eight-byte fields and 8 four-byte fields.
-const ArgsSize = 18*8 + 8*4
+// ArgsSize is sizeof(LLArgs): 19 eight-byte fields and 10 four-byte fields.
+const ArgsSize = 19*8 + 10*4
 
 // Put encodes a into b (at least ArgsSize bytes) without allocating.
 func (a *Args) Put(b []byte) {
@@ -26,13 +28,13 @@ func (a *Args) Put(b []byte) {
 	o := 0
 	for _, v := range [...]uint64{
 		a.Peers, a.Err, a.X, a.TopkIdx, a.TopkW, a.RecvX, a.RecvCount, a.SrcInfo, a.LayoutRange,
-		a.RowPos, a.Y, a.Out, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
+		a.RowPos, a.Y, a.Out, a.RecvScales, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
 		a.Expect, a.TimeoutNs,
 	} {
 		le.PutUint64(b[o:], v)
 		o += 8
 	}
-	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalEx, a.Epoch, a.CombineMode} {
+	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalEx, a.Epoch, a.CombineMode, a.FP8, a.Reserved} {
 		le.PutUint32(b[o:], uint32(v))
 		o += 4
 	}

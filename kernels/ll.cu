@@ -99,6 +99,36 @@ __device__ void signal_peers(const LLArgs& a, uint64_t self, uint64_t off_signal
     }
 }
 
+// Loads kVecPerLane groups of 8 channels (vectors v0, v0+32, ...) of expert
+// output row `row` as fp32: the bf16 row, or for FP8 dispatch the identity
+// expert's output bf16(q * scale).
+__device__ __forceinline__ void load_y(const LLArgs& a, int64_t row, int v0, int vec_per_row, float f[kVecPerLane][8]) {
+    if (!a.fp8) {
+        const uint4* from = reinterpret_cast<const uint4*>(a.y + row * a.hidden);
+        uint4 in[kVecPerLane];
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++)
+            if (v0 + u * kWarp < vec_per_row) in[u] = __ldg(from + v0 + u * kWarp);
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++) unpack8(in[u], f[u]);
+        return;
+    }
+    const uint2* from = reinterpret_cast<const uint2*>(reinterpret_cast<const uint8_t*>(a.y) + row * a.hidden);
+    const float* scales = a.recv_scales + row * (a.hidden / kScaleBlock);
+    uint2 in[kVecPerLane];
+    float sc[kVecPerLane];
+#pragma unroll
+    for (int u = 0; u < kVecPerLane; u++) {
+        const int v = v0 + u * kWarp;
+        if (v < vec_per_row) {
+            in[u] = __ldg(from + v);
+            sc[u] = __ldg(scales + v * 8 / kScaleBlock);
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < kVecPerLane; u++) dequant8(in[u], sc[u], f[u]);
+}
+
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(const LLArgs a) {
@@ -148,12 +178,42 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             }
         }
         const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
-        for (int v = threadIdx.x; v < vec_per_row; v += kThreads) {
-            const uint4 val = __ldg(src + v);
-            for (int i = 0; i < n; i++) {
-                uint8_t* m = at<uint8_t>(a.peers[dests[i]], a.off_dispatch_recv) +
-                             ((uint64_t)a.rank * T + t) * (uint64_t)msg;
-                reinterpret_cast<uint4*>(m + hdr)[v] = val;
+        if (!a.fp8) {
+            for (int v = threadIdx.x; v < vec_per_row; v += kThreads) {
+                const uint4 val = __ldg(src + v);
+                for (int i = 0; i < n; i++) {
+                    uint8_t* m = at<uint8_t>(a.peers[dests[i]], a.off_dispatch_recv) +
+                                 ((uint64_t)a.rank * T + t) * (uint64_t)msg;
+                    reinterpret_cast<uint4*>(m + hdr)[v] = val;
+                }
+            }
+        } else {
+            // Quantised here, once per token: a half-warp per 128 channels
+            // (16 lanes x 8 channels), amax reduced within the half-warp.
+            const int groups = H / kScaleBlock;
+            const int sub = threadIdx.x % 16;
+            const unsigned half = (threadIdx.x % kWarp) < 16 ? 0x0000ffffu : 0xffff0000u;
+            for (int g = threadIdx.x / 16; g < groups; g += kThreads / 16) {
+                float f[8];
+                unpack8(__ldg(src + g * 16 + sub), f);
+                float amax = 0.f;
+#pragma unroll
+                for (int j = 0; j < 8; j++) amax = fmaxf(amax, fabsf(f[j]));
+#pragma unroll
+                for (int o = 8; o >= 1; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(half, amax, o));
+                amax = fmaxf(amax, 1e-4f);
+                const float inv = __fdiv_rn(448.f, amax);
+                uint2 q;
+                uint16_t* qp = reinterpret_cast<uint16_t*>(&q);
+#pragma unroll
+                for (int j = 0; j < 4; j++) qp[j] = to_e4m3x2(__fmul_rn(f[2 * j], inv), __fmul_rn(f[2 * j + 1], inv));
+                const float scale = __fdiv_rn(amax, 448.f);
+                for (int i = 0; i < n; i++) {
+                    uint8_t* m = at<uint8_t>(a.peers[dests[i]], a.off_dispatch_recv) +
+                                 ((uint64_t)a.rank * T + t) * (uint64_t)msg + hdr;
+                    reinterpret_cast<uint2*>(m + g * kScaleBlock)[sub] = q;
+                    if (sub == 0) reinterpret_cast<float*>(m + H)[g] = scale;
+                }
             }
         }
         __syncthreads();  // dests is rewritten for the next token
@@ -220,14 +280,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             __syncthreads();
             // The whole block copies the chunk's rows, kUnroll 16-byte loads
             // in flight per thread before their stores.
-            const int total = chunk_n * vec_per_row;
+            const int rb = row_bytes(H, a.fp8), row_vecs = rb / 16;
+            const int total = chunk_n * row_vecs;
+            uint8_t* recv = reinterpret_cast<uint8_t*>(a.recv_x);
             for (int base = threadIdx.x; base < total; base += kThreads * kUnroll) {
                 uint4 tmp[kUnroll];
 #pragma unroll
                 for (int u = 0; u < kUnroll; u++) {
                     const int e = base + u * kThreads;
                     if (e < total) {
-                        const int i = e / vec_per_row, v = e % vec_per_row;
+                        const int i = e / row_vecs, v = e % row_vecs;
                         tmp[u] = __ldcg(reinterpret_cast<const uint4*>(dispatch_slot(a, self, s, chunk_t[i]) + hdr) + v);
                     }
                 }
@@ -235,9 +297,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 for (int u = 0; u < kUnroll; u++) {
                     const int e = base + u * kThreads;
                     if (e < total) {
-                        const int i = e / vec_per_row, v = e % vec_per_row;
-                        reinterpret_cast<uint4*>(a.recv_x + ((int64_t)l * R * T + begin + count + i) * H)[v] = tmp[u];
+                        const int i = e / row_vecs, v = e % row_vecs;
+                        reinterpret_cast<uint4*>(recv + ((int64_t)l * R * T + begin + count + i) * rb)[v] = tmp[u];
                     }
+                }
+            }
+            if (a.fp8) {
+                const int groups = H / kScaleBlock;
+                for (int e = threadIdx.x; e < chunk_n * groups; e += kThreads) {
+                    const int i = e / groups, g = e % groups;
+                    const float* from = reinterpret_cast<const float*>(dispatch_slot(a, self, s, chunk_t[i]) + hdr + H);
+                    a.recv_scales[((int64_t)l * R * T + begin + count + i) * groups + g] = __ldcg(from + g);
                 }
             }
             count += chunk_n;
@@ -294,18 +364,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 const int l = __ldcg(idx + k) - lo;
                 const int row = a.row_pos[((int64_t)s * T + t) * K + k];
                 const float wk = __ldcg(w + k);
-                const uint4* from = reinterpret_cast<const uint4*>(a.y + ((int64_t)l * rows_per_expert + row) * H);
-                uint4 in[kVecPerLane];
+                float f[kVecPerLane][8];
+                load_y(a, (int64_t)l * rows_per_expert + row, v0, vec_per_row, f);
 #pragma unroll
                 for (int u = 0; u < kVecPerLane; u++)
-                    if (v0 + u * kWarp < vec_per_row) in[u] = __ldg(from + v0 + u * kWarp);
 #pragma unroll
-                for (int u = 0; u < kVecPerLane; u++) {
-                    float f[8];
-                    unpack8(in[u], f);
-#pragma unroll
-                    for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], wk, f[j]);
-                }
+                    for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], wk, f[u][j]);
             }
             uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)a.rank * T + t) * (uint64_t)H * 2);
 #pragma unroll
@@ -316,15 +380,23 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 const int k = __ffs(m) - 1;
                 const int l = __ldcg(idx + k) - lo;
                 const int row = a.row_pos[((int64_t)s * T + t) * K + k];
-                const uint4* from = reinterpret_cast<const uint4*>(a.y + ((int64_t)l * rows_per_expert + row) * H);
                 uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)t * K + k) * (uint64_t)H * 2);
-                uint4 in[kVecPerLane];
+                if (!a.fp8) {
+                    const uint4* from = reinterpret_cast<const uint4*>(a.y + ((int64_t)l * rows_per_expert + row) * H);
+                    uint4 in[kVecPerLane];
 #pragma unroll
-                for (int u = 0; u < kVecPerLane; u++)
-                    if (v0 + u * kWarp < vec_per_row) in[u] = __ldg(from + v0 + u * kWarp);
+                    for (int u = 0; u < kVecPerLane; u++)
+                        if (v0 + u * kWarp < vec_per_row) in[u] = __ldg(from + v0 + u * kWarp);
 #pragma unroll
-                for (int u = 0; u < kVecPerLane; u++)
-                    if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = in[u];
+                    for (int u = 0; u < kVecPerLane; u++)
+                        if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = in[u];
+                } else {
+                    float f[kVecPerLane][8];
+                    load_y(a, (int64_t)l * rows_per_expert + row, v0, vec_per_row, f);
+#pragma unroll
+                    for (int u = 0; u < kVecPerLane; u++)
+                        if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(f[u]);
+                }
             }
         }
     }

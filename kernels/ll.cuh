@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 
 namespace epbench {
@@ -15,13 +16,14 @@ struct LLArgs {
     const __nv_bfloat16* x;    // [T, H] token rows
     const int64_t* topk_idx;   // [T, K] selected experts, -1 masked
     const float* topk_w;       // [T, K] combine weights
-    __nv_bfloat16* recv_x;     // [L, R*T, H] dispatch output
+    __nv_bfloat16* recv_x;     // [L, R*T, H] dispatch output (FP8: E4M3 bytes [L, R*T, H])
     int* recv_count;           // [L]
     int* src_info;             // [L, R*T] source token of each row
     int64_t* layout_range;     // [L, R] begin << 32 | count
     int* row_pos;              // [R, T, K] row of selection (s, t, k) inside its expert (internal)
     const __nv_bfloat16* y;    // [L, R*T, H] combine input (expert outputs)
     __nv_bfloat16* out;        // [T, H] combine output
+    float* recv_scales;        // [L, R*T, H/128] FP8 scales (FP8 dispatch only)
     uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then a local block counter
     uint64_t off_combine_signal;
     uint64_t off_dispatch_recv;    // [R, T] dispatch messages (header + row) per source rank and token
@@ -36,6 +38,8 @@ struct LLArgs {
     int32_t local_experts;
     int32_t epoch;             // call number, tags dispatch messages so stale slots are ignored
     int32_t combine_mode;      // 0 rank_local_reduce, 1 direct_send
+    int32_t fp8;               // 1: dispatch carries E4M3 with one scale per 128 channels
+    int32_t reserved;
 };
 
 constexpr int kPhaseDispatch = 1;
@@ -43,10 +47,15 @@ constexpr int kPhaseCombine = 2;
 constexpr int kMaxTopK = 32;
 constexpr int kWarp = 32;
 
+constexpr int kScaleBlock = 128;  // FP8 channels per scale
+
 // Dispatch message: header then the token row.
-//   int32 epoch, int32 token, int32 pad[2], int32 idx[K], float w[K], padded to 16 bytes.
+//   int32 epoch, int32 token, int32 pad[2], int32 idx[K], float w[K], padded to 16 bytes;
+//   BF16: H bf16; FP8: H E4M3 bytes then H/128 float scales.
+// Receive slots are sized for the larger, BF16, message.
 __host__ __device__ inline int header_bytes(int topk) { return (16 + 8 * topk + 15) / 16 * 16; }
 __host__ __device__ inline int message_bytes(int topk, int hidden) { return header_bytes(topk) + 2 * hidden; }
+__host__ __device__ inline int row_bytes(int hidden, bool fp8) { return fp8 ? hidden : 2 * hidden; }
 
 __device__ __forceinline__ uint64_t global_timer() {
     uint64_t t;
@@ -106,6 +115,24 @@ __device__ __forceinline__ uint4 pack8(const float f[8]) {
 #pragma unroll
     for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
     return u;
+}
+
+// E4M3 from fp32, round to nearest even, finite values saturated to ±448
+// (cvt.rn.satfinite.e4m3x2.f32): two at a time, lo in the low byte.
+__device__ __forceinline__ uint16_t to_e4m3x2(float lo, float hi) {
+    return __nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3);
+}
+
+__device__ __forceinline__ float from_e4m3(uint8_t q) {
+    const __half_raw h = __nv_cvt_fp8_to_halfraw(q, __NV_E4M3);
+    return __half2float(__half(h));
+}
+
+// The identity expert's output for 8 FP8 channels: bf16(fp32(q * scale)).
+__device__ __forceinline__ void dequant8(const uint2& q, float scale, float f[8]) {
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(&q);
+#pragma unroll
+    for (int i = 0; i < 8; i++) f[i] = __bfloat162float(__float2bfloat16_rn(__fmul_rn(from_e4m3(b[i]), scale)));
 }
 
 }  // namespace epbench

@@ -89,6 +89,7 @@ timeout -k 10 60 mpirun "${root[@]}" -np "$np" bin/epbench devices 2>&1 | tee -a
 
 for mode in rank_local_reduce direct_send; do
 	run "defaults $mode" 120 "$np" -V --combine-mode "$mode"
+	run "fp8 $mode" 120 "$np" -V --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
 	[ -n "$quick" ] && continue
 	for t in 1 32 256; do run "-t $t $mode" 120 "$np" -V -t "$t" --combine-mode "$mode"; done
 	for k in 1 4 9; do run "-k $k $mode" 120 "$np" -V -k "$k" --combine-mode "$mode"; done
