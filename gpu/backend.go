@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -55,6 +56,7 @@ type Backend struct {
 
 	recvX, recvCount, srcInfo, layoutRange, rowPos, out uint64
 	recvScales                                          uint64
+	traceD, traceC                                      uint64 // phase stamps, when EPBENCH_TRACE is set
 	sizes                                               map[uint64]int64
 }
 
@@ -193,6 +195,10 @@ func (b *Backend) setup(g Gatherer) error {
 		b.idx = append(b.idx, must(int64(T*K*8)))
 		b.w = append(b.w, must(int64(T*K*4)))
 	}
+	if os.Getenv(TraceEnv) != "" {
+		b.traceD = must(int64(b.grid * kernels.TracePoints * 8))
+		b.traceC = must(int64(b.grid * kernels.TracePoints * 8))
+	}
 	if allocErr != nil {
 		return allocErr
 	}
@@ -311,11 +317,15 @@ func (b *Backend) launch(f Function, j int, expect *uint64) error {
 // Dispatch implements bench.Backend.
 func (b *Backend) Dispatch(j int) error {
 	b.args.Epoch++
+	b.args.Trace = b.traceD
 	return b.launch(b.dispatch, j, &b.expectD)
 }
 
 // Combine implements bench.Backend.
-func (b *Backend) Combine(j int) error { return b.launch(b.combine, j, &b.expectC) }
+func (b *Backend) Combine(j int) error {
+	b.args.Trace = b.traceC
+	return b.launch(b.combine, j, &b.expectC)
+}
 
 // Sync implements bench.Backend: it waits for the stream and reports a
 // kernel's expired wait as a *TimeoutError.
@@ -397,6 +407,7 @@ func (b *Backend) Close() error {
 	var errs []error
 	if b.stream != 0 {
 		errs = append(errs, b.stream.Sync())
+		b.printTrace()
 	}
 	for _, p := range b.allocs {
 		errs = append(errs, cu.MemFree(p))

@@ -10,6 +10,7 @@ type Args struct {
 	RecvX, RecvCount, SrcInfo, LayoutRange     uint64
 	RowPos, Y, Out                             uint64
 	RecvScales                                 uint64
+	Trace                                      uint64
 	OffDispatchSignal, OffCombineSignal        uint64
 	OffDispatchRecv, OffCombineRecv            uint64
 	Expect, TimeoutNs                          uint64
@@ -18,8 +19,11 @@ type Args struct {
 	FP8, Reserved                              int32
 }
 
-// ArgsSize is sizeof(LLArgs): 19 eight-byte fields and 10 four-byte fields.
-const ArgsSize = 19*8 + 10*4
+// ArgsSize is sizeof(LLArgs): 20 eight-byte fields and 10 four-byte fields.
+const ArgsSize = 20*8 + 10*4
+
+// TracePoints is the number of phase stamps per block (kTracePoints).
+const TracePoints = 8
 
 // Put encodes a into b (at least ArgsSize bytes) without allocating.
 func (a *Args) Put(b []byte) {
@@ -28,7 +32,7 @@ func (a *Args) Put(b []byte) {
 	o := 0
 	for _, v := range [...]uint64{
 		a.Peers, a.Err, a.X, a.TopkIdx, a.TopkW, a.RecvX, a.RecvCount, a.SrcInfo, a.LayoutRange,
-		a.RowPos, a.Y, a.Out, a.RecvScales, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
+		a.RowPos, a.Y, a.Out, a.RecvScales, a.Trace, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
 		a.Expect, a.TimeoutNs,
 	} {
 		le.PutUint64(b[o:], v)

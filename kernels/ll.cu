@@ -139,6 +139,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     __shared__ int chunk_t[kThreads];
 
     const uint64_t deadline = global_timer() + a.timeout_ns;
+    EPBENCH_TRACE(a, 0);
     const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
     const int vec_per_row = H / 8;  // uint4 = 8 bf16
     const int hdr = header_bytes(K), msg = message_bytes(K, H);
@@ -218,7 +219,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         }
         __syncthreads();  // dests is rewritten for the next token
     }
+    EPBENCH_TRACE(a, 1);
     signal_peers(a, self, a.off_dispatch_signal);
+    EPBENCH_TRACE(a, 2);
 
     // --- receive: one item per (local expert, source rank) ---
     const uint64_t* arrived = at<const uint64_t>(self, a.off_dispatch_signal);
@@ -245,6 +248,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         }
         __syncthreads();
         if (failed) return;
+        if (item == blockIdx.x * per_block) EPBENCH_TRACE(a, 3);
 
         // Rows of lower source ranks come first.
         int begin = 0;
@@ -321,10 +325,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             if (s == R - 1) a.recv_count[l] = begin + count;
         }
     }
+    EPBENCH_TRACE(a, 4);
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(const LLArgs a) {
     const uint64_t deadline = global_timer() + a.timeout_ns;
+    EPBENCH_TRACE(a, 0);
     const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
     const int vec_per_row = H / 8;
     const uint64_t self = a.peers[a.rank];
@@ -400,7 +406,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             }
         }
     }
+    EPBENCH_TRACE(a, 1);
     signal_peers(a, self, a.off_combine_signal);
+    EPBENCH_TRACE(a, 2);
 
     // --- source side: wait for every rank, then one warp per token ---
     __shared__ int failed;
@@ -412,6 +420,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     }
     __syncthreads();
     if (failed) return;
+    EPBENCH_TRACE(a, 3);
     const uint8_t* recv = at<const uint8_t>(self, a.off_combine_recv);
     for (int item = gwarp; item < T * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
@@ -479,4 +488,5 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         for (int u = 0; u < kVecPerLane; u++)
             if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(acc[u]);
     }
+    EPBENCH_TRACE(a, 4);
 }

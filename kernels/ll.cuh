@@ -24,6 +24,7 @@ struct LLArgs {
     const __nv_bfloat16* y;    // [L, R*T, H] combine input (expert outputs)
     __nv_bfloat16* out;        // [T, H] combine output
     float* recv_scales;        // [L, R*T, H/128] FP8 scales (FP8 dispatch only)
+    uint64_t* trace;           // null, or [grid, kTracePoints] globaltimer stamps of this call's phases
     uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then a local block counter
     uint64_t off_combine_signal;
     uint64_t off_dispatch_recv;    // [R, T] dispatch messages (header + row) per source rank and token
@@ -41,6 +42,16 @@ struct LLArgs {
     int32_t fp8;               // 1: dispatch carries E4M3 with one scale per 128 channels
     int32_t reserved;
 };
+
+constexpr int kTracePoints = 8;
+
+// Records phase boundary i of this block when tracing is on (a development
+// aid: EPBENCH_TRACE=1; one global store per block per point otherwise
+// skipped by a uniform branch).
+#define EPBENCH_TRACE(a, i)                                                                   \
+    do {                                                                                       \
+        if ((a).trace != nullptr && threadIdx.x == 0) (a).trace[blockIdx.x * kTracePoints + (i)] = global_timer(); \
+    } while (0)
 
 constexpr int kPhaseDispatch = 1;
 constexpr int kPhaseCombine = 2;

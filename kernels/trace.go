@@ -1,0 +1,47 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+)
+
+// Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu.
+var (
+	DispatchPhases = []string{"start", "sent", "signalled", "sources arrived", "end"}
+	CombinePhases  = []string{"start", "expert side sent", "signalled", "ranks arrived", "end"}
+)
+
+// TraceSummary prints, per phase, the min/avg/max over blocks of the time
+// since the earliest block started.
+func TraceSummary(w io.Writer, rank int, kernel string, phases []string, raw []byte, grid int) {
+	stamp := func(b, i int) uint64 {
+		return binary.LittleEndian.Uint64(raw[8*(b*TracePoints+i):])
+	}
+	t0 := uint64(math.MaxUint64)
+	for b := 0; b < grid; b++ {
+		if s := stamp(b, 0); s != 0 && s < t0 {
+			t0 = s
+		}
+	}
+	if t0 == math.MaxUint64 {
+		return
+	}
+	for i, name := range phases {
+		lo, hi, sum, n := math.Inf(1), 0.0, 0.0, 0
+		for b := 0; b < grid; b++ {
+			s := stamp(b, i)
+			if s == 0 || s < t0 {
+				continue
+			}
+			us := float64(s-t0) / 1000
+			lo, hi, sum, n = math.Min(lo, us), math.Max(hi, us), sum+us, n+1
+		}
+		if n == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "epbench: trace rank %d %s %-16s blocks %3d  min %7.2f  avg %7.2f  max %7.2f us\n",
+			rank, kernel, name, n, lo, sum/float64(n), hi)
+	}
+}
