@@ -71,7 +71,7 @@ func layoutFor(s bench.Shape) symLayout {
 	R, T, H, K := int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
 	var l symLayout
 	l.dispatchSignal = 0
-	// Each signal area: R arrival counters, then the local block counter.
+	// Each signal area: R arrival counters (one spare slot).
 	l.combineSignal = align(8*(R+1), 256)
 	l.dispatchRecv = l.combineSignal + align(8*(R+1), 256)
 	l.combineRecv = l.dispatchRecv + align(R*T*int64(kernels.MessageBytes(s.TopK, s.Hidden)), 256)
@@ -303,11 +303,11 @@ func (b *Backend) Name() string { return "cuda" }
 // Grid is the number of blocks each kernel launches.
 func (b *Backend) Grid() int { return b.grid }
 
-func (b *Backend) launch(f Function, j int, expect *uint64) error {
+func (b *Backend) launch(f Function, j int, expect *uint64, senders int) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
-	*expect++
+	*expect += uint64(senders)
 	b.args.TopkIdx, b.args.TopkW = b.idx[j], b.w[j]
 	b.args.Expect = *expect
 	b.args.Put(b.params.Bytes())
@@ -318,13 +318,13 @@ func (b *Backend) launch(f Function, j int, expect *uint64) error {
 func (b *Backend) Dispatch(j int) error {
 	b.args.Epoch++
 	b.args.Trace = b.traceD
-	return b.launch(b.dispatch, j, &b.expectD)
+	return b.launch(b.dispatch, j, &b.expectD, kernels.DispatchSenders(b.grid, b.shape.Tokens))
 }
 
 // Combine implements bench.Backend.
 func (b *Backend) Combine(j int) error {
 	b.args.Trace = b.traceC
-	return b.launch(b.combine, j, &b.expectC)
+	return b.launch(b.combine, j, &b.expectC, kernels.CombineSenders(b.grid, b.shape.Ranks, b.shape.Tokens, b.shape.Hidden))
 }
 
 // Sync implements bench.Backend: it waits for the stream and reports a

@@ -14,9 +14,9 @@
 // (rank_local_reduce) or sends every expert row back (direct_send); then it
 // signals. The source side waits for every rank and reduces per token.
 //
-// Arrival counters only grow: each call adds one per source rank, and the
-// host passes the number of calls so far (the count expected after this
-// call). Every wait is bounded.
+// Arrival counters only grow: each call adds one per block that had work on
+// the source rank, and the host passes the total expected after this call
+// (kernels/senders.go). Every wait is bounded.
 #include <limits.h>
 
 #include "ll.cuh"
@@ -78,22 +78,13 @@ __device__ __forceinline__ const uint8_t* dispatch_slot(const LLArgs& a, uint64_
            ((uint64_t)src * a.tokens + t) * (uint64_t)message_bytes(a.topk, a.hidden);
 }
 
-// Tells every rank that this rank's part of the operation is written: the
-// last block of the grid to finish (counted on a local, monotonic counter at
-// slot R of the signal area) makes one system-scope release per peer, so a
-// peer's counter grows by one per call instead of one per block.
-__device__ void signal_peers(const LLArgs& a, uint64_t self, uint64_t off_signal) {
-    __shared__ int last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();  // this block's stores, local and remote, before the count
-        unsigned long long* done = at<unsigned long long>(self, off_signal) + a.ranks;
-        const unsigned long long before = atomicAdd(done, 1ull);
-        last = before + 1 == a.expect * gridDim.x;
-        if (last) __threadfence();  // every other block's stores before the releases
-    }
-    __syncthreads();
-    if (last && threadIdx.x < a.ranks) {
+// Tells every rank that this block's part of the operation is written: one
+// system-scope release per peer, made only by blocks that had work (the
+// `worked` predicate is the same on every rank, so the receiver knows how
+// many releases to expect per call: see kernels/senders.go).
+__device__ void signal_peers(const LLArgs& a, uint64_t off_signal, bool worked) {
+    __syncthreads();  // every thread's stores before thread q's release
+    if (worked && threadIdx.x < a.ranks) {
         __threadfence_system();
         red_release_sys_add(at<uint64_t>(a.peers[threadIdx.x], off_signal) + a.rank, 1);
     }
@@ -220,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         __syncthreads();  // dests is rewritten for the next token
     }
     EPBENCH_TRACE(a, 1);
-    signal_peers(a, self, a.off_dispatch_signal);
+    signal_peers(a, a.off_dispatch_signal, (int)blockIdx.x < T);
     EPBENCH_TRACE(a, 2);
 
     // --- receive: one item per (local expert, source rank) ---
@@ -273,6 +264,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
                 k = header_slot(h, a.epoch, K, expert);
             }
+            if (__syncthreads_count(k >= 0) == 0) continue;  // nothing for this expert here
             int chunk_n;
             const int pos = block_exclusive_count(k >= 0, &chunk_n, warp_sums);
             if (k >= 0) {
@@ -407,7 +399,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         }
     }
     EPBENCH_TRACE(a, 1);
-    signal_peers(a, self, a.off_combine_signal);
+    signal_peers(a, a.off_combine_signal, (int)blockIdx.x * kWarps < R * T * slices);
     EPBENCH_TRACE(a, 2);
 
     // --- source side: wait for every rank, then one warp per token ---

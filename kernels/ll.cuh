@@ -25,11 +25,11 @@ struct LLArgs {
     __nv_bfloat16* out;        // [T, H] combine output
     float* recv_scales;        // [L, R*T, H/128] FP8 scales (FP8 dispatch only)
     uint64_t* trace;           // null, or [grid, kTracePoints] globaltimer stamps of this call's phases
-    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then a local block counter
+    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank
     uint64_t off_combine_signal;
     uint64_t off_dispatch_recv;    // [R, T] dispatch messages (header + row) per source rank and token
     uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
-    uint64_t expect;           // calls of this kernel so far, this one included: every source's count after it
+    uint64_t expect;           // every source's arrival count once this call's releases are in (cumulative)
     uint64_t timeout_ns;       // bound of every spin-wait
     int32_t rank;
     int32_t ranks;

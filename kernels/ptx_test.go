@@ -159,3 +159,21 @@ func TestPTXOverride(t *testing.T) {
 		t.Fatal("default is not the embedded PTX")
 	}
 }
+
+func TestSenders(t *testing.T) {
+	cases := []struct{ grid, ranks, tokens, hidden, d, c int }{
+		{132, 2, 128, 7168, 128, 112}, // 2*128*7 items = 1792 warps = 112 blocks
+		{132, 2, 1, 7168, 1, 1},       // 14 items, one block
+		{132, 8, 256, 7168, 132, 132},
+		{16, 2, 128, 128, 16, 16},
+		{132, 1, 3, 1024, 3, 1}, // 3 items
+	}
+	for _, c := range cases {
+		if got := DispatchSenders(c.grid, c.tokens); got != c.d {
+			t.Errorf("DispatchSenders(%d, %d) = %d, want %d", c.grid, c.tokens, got, c.d)
+		}
+		if got := CombineSenders(c.grid, c.ranks, c.tokens, c.hidden); got != c.c {
+			t.Errorf("CombineSenders(%d, %d, %d, %d) = %d, want %d", c.grid, c.ranks, c.tokens, c.hidden, got, c.c)
+		}
+	}
+}

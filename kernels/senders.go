@@ -1,0 +1,21 @@
+package kernels
+
+// Block geometry of ll.cu, mirrored here because the host must know how many
+// system-scope releases each source rank makes per call.
+const (
+	warpsPerBlock = ThreadsPerBlock / 32
+	sliceVecs     = 32 * 4 // kSliceVecs: 16-byte vectors per combine row slice
+)
+
+// DispatchSenders is the number of blocks of a dispatch grid that send
+// tokens, and so signal every rank: block b handles tokens b, b+grid, ...
+func DispatchSenders(grid, tokens int) int { return min(grid, tokens) }
+
+// CombineSenders is the number of blocks of a combine grid that own expert
+// side work items (ranks × tokens × row slices, one per warp, strided over
+// the grid), and so signal every rank.
+func CombineSenders(grid, ranks, tokens, hidden int) int {
+	slices := (hidden/8 + sliceVecs - 1) / sliceVecs
+	items := ranks * tokens * slices
+	return min(grid, (items+warpsPerBlock-1)/warpsPerBlock)
+}
