@@ -28,7 +28,8 @@ namespace {
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / kWarp;
 constexpr int kUnroll = 8;               // 16-byte loads in flight per thread in block copies
-constexpr int kVecPerLane = 4;           // 16-byte vectors per lane in a combine work item
+constexpr int kVecPerLane = 2;           // 16-byte vectors per lane in a combine work item
+constexpr int kBatch = 4;                // rows whose loads are in flight together in combine
 constexpr int kSliceVecs = kWarp * kVecPerLane;  // a row is cut into slices of this many vectors
 
 // Exclusive prefix count of pred over the block, in thread order; *total gets
@@ -90,34 +91,35 @@ __device__ void signal_peers(const LLArgs& a, uint64_t off_signal, bool worked) 
     }
 }
 
-// Loads kVecPerLane groups of 8 channels (vectors v0, v0+32, ...) of expert
-// output row `row` as fp32: the bf16 row, or for FP8 dispatch the identity
-// expert's output bf16(q * scale).
-__device__ __forceinline__ void load_y(const LLArgs& a, int64_t row, int v0, int vec_per_row, float f[kVecPerLane][8]) {
-    if (!a.fp8) {
-        const uint4* from = reinterpret_cast<const uint4*>(a.y + row * a.hidden);
-        uint4 in[kVecPerLane];
-#pragma unroll
-        for (int u = 0; u < kVecPerLane; u++)
-            if (v0 + u * kWarp < vec_per_row) in[u] = __ldg(from + v0 + u * kWarp);
-#pragma unroll
-        for (int u = 0; u < kVecPerLane; u++) unpack8(in[u], f[u]);
-        return;
-    }
-    const uint2* from = reinterpret_cast<const uint2*>(reinterpret_cast<const uint8_t*>(a.y) + row * a.hidden);
-    const float* scales = a.recv_scales + row * (a.hidden / kScaleBlock);
-    uint2 in[kVecPerLane];
-    float sc[kVecPerLane];
+// 8 channels of an expert output row as loaded: a bf16 vector, or for FP8
+// dispatch 8 E4M3 bytes (in v.x, v.y) and their scale.
+struct YRaw {
+    uint4 v;
+    float scale;
+};
+
+// Starts the loads of vectors v0, v0+32, ... of expert output row `row`.
+__device__ __forceinline__ void load_y(const LLArgs& a, int64_t row, int v0, int vec_per_row, YRaw r[kVecPerLane]) {
 #pragma unroll
     for (int u = 0; u < kVecPerLane; u++) {
         const int v = v0 + u * kWarp;
-        if (v < vec_per_row) {
-            in[u] = __ldg(from + v);
-            sc[u] = __ldg(scales + v * 8 / kScaleBlock);
+        if (v >= vec_per_row) continue;
+        if (!a.fp8) {
+            r[u].v = __ldg(reinterpret_cast<const uint4*>(a.y + row * a.hidden) + v);
+        } else {
+            const uint2 q = __ldg(reinterpret_cast<const uint2*>(reinterpret_cast<const uint8_t*>(a.y) + row * a.hidden) + v);
+            r[u].v.x = q.x;
+            r[u].v.y = q.y;
+            r[u].scale = __ldg(a.recv_scales + row * (a.hidden / kScaleBlock) + v * 8 / kScaleBlock);
         }
     }
-#pragma unroll
-    for (int u = 0; u < kVecPerLane; u++) dequant8(in[u], sc[u], f[u]);
+}
+
+// The fp32 values of a loaded vector: bf16 as is, FP8 as the identity
+// expert's output bf16(q * scale).
+__device__ __forceinline__ void decode_y(const LLArgs& a, const YRaw& r, float f[8]) {
+    if (!a.fp8) unpack8(r.v, f);
+    else dequant8(make_uint2(r.v.x, r.v.y), r.scale, f);
 }
 
 }  // namespace
@@ -341,61 +343,75 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         if (__ldcg(h) != a.epoch) continue;
         const int* idx = h + 4;
         const float* w = reinterpret_cast<const float*>(h + 4 + K);
-        // Local selections in top-k order (lanes hold one each).
-        int my_k = -1;
+        // Local selections in top-k order: lane k holds its expert output
+        // row and weight.
+        int64_t my_row = -1;
+        float my_w = 0.f;
         if (lane < K) {
             const int e = __ldcg(idx + lane);
-            if (e >= lo && e < hi) my_k = lane;
+            if (e >= lo && e < hi) {
+                my_row = (int64_t)(e - lo) * rows_per_expert + a.row_pos[((int64_t)s * T + t) * K + lane];
+                my_w = __ldcg(w + lane);
+            }
         }
-        const unsigned local = __ballot_sync(0xffffffffu, my_k >= 0);
+        const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
         if (local == 0) continue;
         const uint64_t dst_base = at<uint8_t>(a.peers[s], a.off_combine_recv) - (uint8_t*)0;
         const int v0 = slice * kSliceVecs + lane;
-        if (a.combine_mode == 0) {
-            float acc[kVecPerLane][8];
+        float acc[kVecPerLane][8];
 #pragma unroll
-            for (int u = 0; u < kVecPerLane; u++)
+        for (int u = 0; u < kVecPerLane; u++)
 #pragma unroll
-                for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
-            for (unsigned m = local; m; m &= m - 1) {
+            for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
+        // kBatch rows' loads in flight, then used in top-k order.
+        for (unsigned m = local; m;) {
+            YRaw raw[kBatch][kVecPerLane];
+            float wb[kBatch];
+            int kb[kBatch];
+            int nb = 0;
+#pragma unroll
+            for (int b = 0; b < kBatch; b++) {
+                if (m == 0) break;
                 const int k = __ffs(m) - 1;
-                const int l = __ldcg(idx + k) - lo;
-                const int row = a.row_pos[((int64_t)s * T + t) * K + k];
-                const float wk = __ldcg(w + k);
-                float f[kVecPerLane][8];
-                load_y(a, (int64_t)l * rows_per_expert + row, v0, vec_per_row, f);
-#pragma unroll
-                for (int u = 0; u < kVecPerLane; u++)
-#pragma unroll
-                    for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], wk, f[u][j]);
+                m &= m - 1;
+                kb[b] = k;
+                wb[b] = __shfl_sync(0xffffffffu, my_w, k);
+                load_y(a, __shfl_sync(0xffffffffu, my_row, k), v0, vec_per_row, raw[b]);
+                nb = b + 1;
             }
+#pragma unroll
+            for (int b = 0; b < kBatch; b++) {
+                if (b >= nb) break;
+                if (a.combine_mode == 0) {
+#pragma unroll
+                    for (int u = 0; u < kVecPerLane; u++) {
+                        float f[8];
+                        decode_y(a, raw[b][u], f);
+#pragma unroll
+                        for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], wb[b], f[j]);
+                    }
+                } else {
+                    // direct_send: every expert row travels back as bf16.
+                    uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)t * K + kb[b]) * (uint64_t)H * 2);
+#pragma unroll
+                    for (int u = 0; u < kVecPerLane; u++) {
+                        if (v0 + u * kWarp >= vec_per_row) continue;
+                        if (!a.fp8) {
+                            to[v0 + u * kWarp] = raw[b][u].v;
+                        } else {
+                            float f[8];
+                            decode_y(a, raw[b][u], f);
+                            to[v0 + u * kWarp] = pack8(f);
+                        }
+                    }
+                }
+            }
+        }
+        if (a.combine_mode == 0) {
             uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)a.rank * T + t) * (uint64_t)H * 2);
 #pragma unroll
             for (int u = 0; u < kVecPerLane; u++)
                 if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(acc[u]);
-        } else {
-            for (unsigned m = local; m; m &= m - 1) {
-                const int k = __ffs(m) - 1;
-                const int l = __ldcg(idx + k) - lo;
-                const int row = a.row_pos[((int64_t)s * T + t) * K + k];
-                uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)t * K + k) * (uint64_t)H * 2);
-                if (!a.fp8) {
-                    const uint4* from = reinterpret_cast<const uint4*>(a.y + ((int64_t)l * rows_per_expert + row) * H);
-                    uint4 in[kVecPerLane];
-#pragma unroll
-                    for (int u = 0; u < kVecPerLane; u++)
-                        if (v0 + u * kWarp < vec_per_row) in[u] = __ldg(from + v0 + u * kWarp);
-#pragma unroll
-                    for (int u = 0; u < kVecPerLane; u++)
-                        if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = in[u];
-                } else {
-                    float f[kVecPerLane][8];
-                    load_y(a, (int64_t)l * rows_per_expert + row, v0, vec_per_row, f);
-#pragma unroll
-                    for (int u = 0; u < kVecPerLane; u++)
-                        if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(f[u]);
-                }
-            }
         }
     }
     EPBENCH_TRACE(a, 1);
@@ -456,22 +472,30 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         for (int u = 0; u < kVecPerLane; u++)
 #pragma unroll
             for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
-        for (int i = 0; i < n; i++) {
-            const uint4* from = reinterpret_cast<const uint4*>(recv + (uint64_t)src_row[i] * H * 2);
-            uint4 in[kVecPerLane];
+        for (int i0 = 0; i0 < n; i0 += kBatch) {
+            uint4 in[kBatch][kVecPerLane];
 #pragma unroll
-            for (int u = 0; u < kVecPerLane; u++)
-                if (v0 + u * kWarp < vec_per_row) in[u] = __ldcg(from + v0 + u * kWarp);
+            for (int b = 0; b < kBatch; b++) {
+                if (i0 + b >= n) break;
+                const uint4* from = reinterpret_cast<const uint4*>(recv + (uint64_t)src_row[i0 + b] * H * 2);
 #pragma unroll
-            for (int u = 0; u < kVecPerLane; u++) {
-                float f[8];
-                unpack8(in[u], f);
-                if (a.combine_mode == 0) {
+                for (int u = 0; u < kVecPerLane; u++)
+                    if (v0 + u * kWarp < vec_per_row) in[b][u] = __ldcg(from + v0 + u * kWarp);
+            }
 #pragma unroll
-                    for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], f[j]);
-                } else {
+            for (int b = 0; b < kBatch; b++) {
+                if (i0 + b >= n) break;
 #pragma unroll
-                    for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], src_w[i], f[j]);
+                for (int u = 0; u < kVecPerLane; u++) {
+                    float f[8];
+                    unpack8(in[b][u], f);
+                    if (a.combine_mode == 0) {
+#pragma unroll
+                        for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], f[j]);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], src_w[i0 + b], f[j]);
+                    }
                 }
             }
         }

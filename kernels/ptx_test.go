@@ -162,11 +162,11 @@ func TestPTXOverride(t *testing.T) {
 
 func TestSenders(t *testing.T) {
 	cases := []struct{ grid, ranks, tokens, hidden, d, c int }{
-		{132, 2, 128, 7168, 128, 112}, // 2*128*7 items = 1792 warps = 112 blocks
-		{132, 2, 1, 7168, 1, 1},       // 14 items, one block
+		{132, 2, 128, 7168, 128, 132}, // 2*128*14 items = 3584 warps, more than the grid has
+		{132, 2, 1, 7168, 1, 2},       // 28 items, two blocks of 16 warps
 		{132, 8, 256, 7168, 132, 132},
 		{16, 2, 128, 128, 16, 16},
-		{132, 1, 3, 1024, 3, 1}, // 3 items
+		{132, 1, 3, 1024, 3, 1}, // 6 items
 	}
 	for _, c := range cases {
 		if got := DispatchSenders(c.grid, c.tokens); got != c.d {

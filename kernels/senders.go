@@ -4,7 +4,7 @@ package kernels
 // system-scope releases each source rank makes per call.
 const (
 	warpsPerBlock = ThreadsPerBlock / 32
-	sliceVecs     = 32 * 4 // kSliceVecs: 16-byte vectors per combine row slice
+	sliceVecs     = 32 * 2 // kSliceVecs: 16-byte vectors per combine row slice
 )
 
 // DispatchSenders is the number of blocks of a dispatch grid that send
