@@ -48,7 +48,7 @@ type Backend struct {
 	expectC   uint64
 
 	allocs []cu.DevicePtr
-	errw   uint64
+	errw   *MappedWord // the kernels' error word, read by the host without a copy
 	x      uint64
 	idx    []uint64 // per routing
 	w      []uint64
@@ -182,7 +182,9 @@ func (b *Backend) setup(g Gatherer) error {
 		return p
 	}
 	b.peers = must(int64(8 * R))
-	b.errw = must(4)
+	if b.errw, err = NewMappedWord(); err != nil {
+		return err
+	}
 	b.x = must(int64(T * H * 2))
 	b.recvX = must(int64(L) * int64(R*T) * int64(H) * 2)
 	b.recvCount = must(int64(4 * L))
@@ -213,12 +215,9 @@ func (b *Backend) setup(g Gatherer) error {
 	if err := CopyToDevice(b.peers, pb, b.stream); err != nil {
 		return err
 	}
-	if err := MemsetD32Async(b.errw, 0, 1, b.stream); err != nil {
-		return err
-	}
 
 	b.args = kernels.Args{
-		Peers: b.peers, Err: b.errw, X: b.x,
+		Peers: b.peers, Err: b.errw.Dev, X: b.x,
 		RecvX: b.recvX, RecvCount: b.recvCount, SrcInfo: b.srcInfo, LayoutRange: b.layoutRange,
 		RowPos: b.rowPos, Y: b.recvX, Out: b.out, RecvScales: b.recvScales,
 		OffDispatchSignal: uint64(lay.dispatchSignal), OffCombineSignal: uint64(lay.combineSignal),
@@ -333,11 +332,7 @@ func (b *Backend) Sync() error {
 	if err := b.stream.Sync(); err != nil {
 		return err
 	}
-	w, err := ReadU32(b.errw)
-	if err != nil {
-		return err
-	}
-	if w != 0 {
+	if w := b.errw.Load(); w != 0 {
 		phase := "dispatch"
 		if w>>24 == 2 {
 			phase = "combine"
@@ -413,6 +408,10 @@ func (b *Backend) Close() error {
 		errs = append(errs, cu.MemFree(p))
 	}
 	b.allocs = nil
+	if b.errw != nil {
+		errs = append(errs, b.errw.Free())
+		b.errw = nil
+	}
 	if b.transport != nil {
 		errs = append(errs, b.transport.Close())
 	}

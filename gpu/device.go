@@ -49,6 +49,11 @@ func Open(localRank int) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CUDA device %d: %w", ord, err)
 	}
+	// The host waits for each operation between the timed marks' pairs; spinning
+	// (what CU_CTX_SCHED_AUTO picks when cores are not oversubscribed) keeps the
+	// wake-up latency out of the host-observed total. It fails harmlessly when
+	// the primary context is already active with other flags.
+	_ = dev.SetPrimaryCtxFlags(cu.SchedSpin)
 	ctx, err := dev.RetainPrimaryCtx()
 	if err != nil {
 		return nil, fmt.Errorf("CUDA device %d: retaining its primary context: %w", ord, err)

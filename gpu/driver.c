@@ -109,3 +109,24 @@ int ep_profiler_start(void) { return (int)cuProfilerStart(); }
 int ep_profiler_stop(void) { return (int)cuProfilerStop(); }
 
 int ep_read_u32(uint64_t src, unsigned* out) { return (int)cuMemcpyDtoH(out, (CUdeviceptr)src, sizeof *out); }
+
+int ep_host_alloc_mapped(size_t bytes, void** host, uint64_t* dptr) {
+    void* p = NULL;
+    CUresult r = cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+    if (r != CUDA_SUCCESS) return (int)r;
+    memset(p, 0, bytes);
+    CUdeviceptr d = 0;
+    r = cuMemHostGetDevicePointer(&d, p, 0);
+    if (r != CUDA_SUCCESS) {
+        cuMemFreeHost(p);
+        return (int)r;
+    }
+    *host = p;
+    *dptr = (uint64_t)d;
+    return 0;
+}
+
+int ep_host_free(void* host) { return (int)cuMemFreeHost(host); }
+
+unsigned ep_load_u32(const void* host) { return __atomic_load_n((const unsigned*)host, __ATOMIC_ACQUIRE); }
+void ep_store_u32(void* host, unsigned v) { __atomic_store_n((unsigned*)host, v, __ATOMIC_RELEASE); }

@@ -225,3 +225,36 @@ func ReadU32(src uint64) (uint32, error) {
 	err := check("cuMemcpyDtoH", C.ep_read_u32(C.uint64_t(src), &v))
 	return uint32(v), err
 }
+
+// MappedWord is one 32-bit word of page-locked host memory that kernels
+// write through Dev and the host reads without a copy.
+type MappedWord struct {
+	host unsafe.Pointer
+	Dev  uint64
+}
+
+// NewMappedWord allocates a zeroed mapped word.
+func NewMappedWord() (*MappedWord, error) {
+	var h unsafe.Pointer
+	var d C.uint64_t
+	if err := check("cuMemHostAlloc", C.ep_host_alloc_mapped(4, &h, &d)); err != nil {
+		return nil, err
+	}
+	return &MappedWord{host: h, Dev: uint64(d)}, nil
+}
+
+// Load reads the word (acquire).
+func (w *MappedWord) Load() uint32 { return uint32(C.ep_load_u32(w.host)) }
+
+// Store writes the word (release).
+func (w *MappedWord) Store(v uint32) { C.ep_store_u32(w.host, C.uint(v)) }
+
+// Free releases the word.
+func (w *MappedWord) Free() error {
+	if w == nil || w.host == nil {
+		return nil
+	}
+	err := check("cuMemFreeHost", C.ep_host_free(w.host))
+	w.host = nil
+	return err
+}

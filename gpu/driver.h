@@ -44,4 +44,11 @@ int ep_profiler_stop(void);
 
 // Reads one 32-bit word from device memory into *out (synchronous).
 int ep_read_u32(uint64_t src, unsigned* out);
+
+// Page-locked host memory mapped into the device's address space: the host
+// reads what kernels write there without a copy.
+int ep_host_alloc_mapped(size_t bytes, void** host, uint64_t* dptr);
+int ep_host_free(void* host);
+unsigned ep_load_u32(const void* host);
+void ep_store_u32(void* host, unsigned v);
 #endif

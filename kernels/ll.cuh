@@ -12,7 +12,7 @@ namespace epbench {
 // One argument block for both kernels, passed by value.
 struct LLArgs {
     const uint64_t* peers;     // [R] base of every rank's symmetric buffer, mapped here (own included)
-    int* err;                  // device error word: 0, or (phase << 24) | (peer + 1) of the first wait that timed out
+    int* err;                  // error word (host-mapped): 0, or (phase << 24) | (peer + 1) of the first wait that timed out
     const __nv_bfloat16* x;    // [T, H] token rows
     const int64_t* topk_idx;   // [T, K] selected experts, -1 masked
     const float* topk_w;       // [T, K] combine weights
@@ -88,10 +88,13 @@ __device__ __forceinline__ int ld_volatile(const int* p) { return *(const volati
 
 // Waits until *counter >= target, bounded by deadline (globaltimer ns). On
 // timeout it records (phase, peer) in the error word; it also gives up when
-// another block has recorded an error. Returns false when it gave up.
+// another block has recorded an error. The error word lives in host-mapped
+// memory (the host reads it without a copy), so it and the clock are checked
+// only every 256 polls of the counter. Returns false when it gave up.
 __device__ inline bool wait_arrivals(const uint64_t* counter, uint64_t target, uint64_t deadline, int* err,
                                      int phase, int peer) {
-    while (ld_acquire_sys(counter) < target) {
+    for (uint32_t spins = 1; ld_acquire_sys(counter) < target; spins++) {
+        if ((spins & 255) != 0) continue;
         if (ld_volatile(err) != 0) return false;
         if (global_timer() > deadline) {
             atomicCAS(err, 0, (phase << 24) | (peer + 1));

@@ -100,7 +100,38 @@ for mode in rank_local_reduce direct_send; do
 	run "-i 1000 $mode" 300 "$np" -V -i 1000 --combine-mode "$mode"
 done
 
+# Performance table after validation (no -V): tokens x combine mode x dtype.
+perf=()
+if [ -z "$quick" ] || [ -n "${PERF:-}" ]; then
+	for dt in bf16 fp8_e4m3; do
+		for mode in rank_local_reduce direct_send; do
+			for t in 1 8 32 128 256; do
+				extra=()
+				[ -n "${EPBENCH_PTX_DIR:-}" ] && extra=(--ptx-dir "$EPBENCH_PTX_DIR")
+				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -t "$t" --dispatch-dtype "$dt" --combine-mode "$mode" "${extra[@]}" >"$out/run.txt" 2>&1
+				rc=$?
+				cat "$out/run.txt" >>"$log"
+				d=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Dispatch:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
+				c=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Combine:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
+				h=$(grep '^Total (D+C):' "$out/run.txt" | sed 's/.*avg=\([0-9.]*\).*/\1/')
+				perf+=("$(printf '%-9s %-18s %5s %10s %10s %10s %s' "$dt" "$mode" "$t" "${d:--}" "${c:--}" "${h:--}" "$([ $rc -ne 0 ] && echo "FAIL rc=$rc")")")
+				[ "$dt$mode$t" = bf16rank_local_reduce128 ] && cp "$out/run.txt" "$out/default.txt"
+			done
+		done
+	done
+fi
+
 echo
+if [ ${#perf[@]} -gt 0 ]; then
+	echo "=== performance ($np ranks; kernel = CUPTI avg over ranks, us) ==="
+	printf '%-9s %-18s %5s %10s %10s %10s\n' dtype combine tokens kernel-D kernel-C host-D+C
+	for p in "${perf[@]}"; do echo "$p"; done
+	if [ -f "$out/default.txt" ] && [ -f "${REFERENCE:-../shared/reference/ll_t128_i50.ep_bench.out}" ]; then
+		echo
+		bin/epbench compare --label epbench --label ep_bench "$out/default.txt" "${REFERENCE:-../shared/reference/ll_t128_i50.ep_bench.out}"
+	fi
+	echo
+fi
 echo "=== gpu-check summary ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $np ranks) ==="
 for r in "${results[@]}"; do
 	IFS='|' read -r name what verdict <<<"$r"
