@@ -139,55 +139,24 @@ func nvmlDescribe(busID string) (driver string, links int) {
 	return driver, links
 }
 
-// NVLinksTo counts the active NVLinks between the GPUs at busA and busB, as
-// NVML reports them (0 where NVML is not usable).
-func NVLinksTo(busA, busB string) int {
+// NVLinkP2P reports whether NVML says the GPUs at busA and busB reach each
+// other over NVLink (directly or through NVSwitch); false where NVML is not
+// usable.
+func NVLinkP2P(busA, busB string) bool {
 	if ret := nvml.Init(); ret != nvml.SUCCESS {
-		return 0
+		return false
 	}
 	defer nvml.Shutdown()
-	h, ret := nvml.DeviceGetHandleByPciBusId(busA)
+	a, ret := nvml.DeviceGetHandleByPciBusId(busA)
 	if ret != nvml.SUCCESS {
-		return 0
+		return false
 	}
-	n := 0
-	for l := 0; l < nvml.NVLINK_MAX_LINKS; l++ {
-		st, ret := h.GetNvLinkState(l)
-		if ret != nvml.SUCCESS || st != nvml.FEATURE_ENABLED {
-			continue
-		}
-		pci, ret := h.GetNvLinkRemotePciInfo(l)
-		if ret != nvml.SUCCESS {
-			continue
-		}
-		if sameBus(busIDString(pci.BusId), busB) {
-			n++
-		}
+	b, ret := nvml.DeviceGetHandleByPciBusId(busB)
+	if ret != nvml.SUCCESS {
+		return false
 	}
-	return n
-}
-
-func busIDString(b [32]int8) string {
-	var sb strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		sb.WriteByte(byte(c))
-	}
-	return sb.String()
-}
-
-// sameBus compares PCI bus ids written with 4- or 8-digit domains, any case.
-func sameBus(a, b string) bool {
-	norm := func(s string) string {
-		s = strings.ToUpper(s)
-		if i := strings.IndexByte(s, ':'); i > 4 {
-			s = s[i-4:]
-		}
-		return s
-	}
-	return norm(a) == norm(b)
+	st, ret := a.GetP2PStatus(b, nvml.P2P_CAPS_INDEX_NVLINK)
+	return ret == nvml.SUCCESS && st == nvml.P2P_STATUS_OK
 }
 
 // CanAccessPeer reports whether this GPU can map the memory of the GPU with

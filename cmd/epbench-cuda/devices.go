@@ -106,7 +106,11 @@ func (cudaHooks) Devices(w *app.World, out io.Writer) error {
 			case q.Host != d.Host:
 				peers = append(peers, fmt.Sprintf("rank %d other node", p))
 			case matrix[r][p] == 1:
-				peers = append(peers, fmt.Sprintf("rank %d P2P yes (%d NVLinks)", p, gpu.NVLinksTo(g.PCIBusID, q.GPU.PCIBusID)))
+				via := "PCIe or other"
+				if d.Host == all[0].Host && gpu.NVLinkP2P(g.PCIBusID, q.GPU.PCIBusID) {
+					via = "NVLink"
+				}
+				peers = append(peers, fmt.Sprintf("rank %d P2P yes (%s)", p, via))
 			default:
 				peers = append(peers, fmt.Sprintf("rank %d P2P NO", p))
 				failed = true
