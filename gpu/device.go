@@ -3,7 +3,6 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"gorgonia.org/cu"
