@@ -57,22 +57,58 @@ __device__ int block_exclusive_count(bool pred, int* total, int* warp_sums) {
 // memory round trip rather than one per slot.
 __device__ __forceinline__ int header_slot(const int* h, int epoch, int topk, int expert) {
     const int4 head = __ldcg(reinterpret_cast<const int4*>(h));
-    int4 ids[kMaxTopK / 4];
-#pragma unroll
-    for (int i = 0; i < kMaxTopK / 4; i++)
-        if (4 * i < topk) ids[i] = __ldcg(reinterpret_cast<const int4*>(h + 4) + i);
-    if (head.x != epoch) return -1;
+    const int4* ids = reinterpret_cast<const int4*>(h + 4);
     int found = -1;
+    // 16 ids (4 loads in flight) per round: one round for top-k up to 16.
+    for (int i0 = 0; 4 * i0 < topk; i0 += 4) {
+        int4 v[4];
 #pragma unroll
-    for (int i = 0; i < kMaxTopK / 4; i++) {
-        if (4 * i >= topk) break;
-        if (4 * i + 0 < topk && ids[i].x == expert) found = 4 * i + 0;
-        if (4 * i + 1 < topk && ids[i].y == expert) found = 4 * i + 1;
-        if (4 * i + 2 < topk && ids[i].z == expert) found = 4 * i + 2;
-        if (4 * i + 3 < topk && ids[i].w == expert) found = 4 * i + 3;
+        for (int i = 0; i < 4; i++)
+            if (4 * (i0 + i) < topk) v[i] = __ldcg(ids + i0 + i);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int k = 4 * (i0 + i);
+            if (k >= topk) break;
+            if (v[i].x == expert) found = k;
+            if (k + 1 < topk && v[i].y == expert) found = k + 1;
+            if (k + 2 < topk && v[i].z == expert) found = k + 2;
+            if (k + 3 < topk && v[i].w == expert) found = k + 3;
+        }
+    }
+    return head.x == epoch ? found : -1;
+}
+
+// The top-k slot of expert `expert` in this rank's own topk_idx row t, or -1.
+__device__ __forceinline__ int own_slot(const LLArgs& a, int t, int expert) {
+    if (a.topk & 1) {  // rows not 16-byte aligned
+        for (int k = 0; k < a.topk; k++)
+            if (__ldg(a.topk_idx + (int64_t)t * a.topk + k) == expert) return k;
+        return -1;
+    }
+    const longlong2* row = reinterpret_cast<const longlong2*>(a.topk_idx + (int64_t)t * a.topk);
+    int found = -1;
+    // 8 ids (4 loads in flight) per round: one round for top-k up to 8.
+    for (int i0 = 0; 2 * i0 < a.topk; i0 += 4) {
+        longlong2 v[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            if (2 * (i0 + i) < a.topk) v[i] = __ldg(row + i0 + i);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int k = 2 * (i0 + i);
+            if (k >= a.topk) break;
+            if (v[i].x == expert) found = k;
+            if (v[i].y == expert) found = k + 1;
+        }
     }
     return found;
 }
+
+// BF16 tokens of the own rank are not sent to itself: the receive side reads
+// them from x and topk_idx directly, so it can start before any message
+// arrives. (FP8 tokens still travel through the own receive slots, quantised
+// once by the sender.)
+__device__ __forceinline__ bool direct_self(const LLArgs& a, int s) { return s == a.rank && !a.fp8; }
 
 __device__ __forceinline__ const uint8_t* dispatch_slot(const LLArgs& a, uint64_t base, int src, int t) {
     return at<const uint8_t>(base, a.off_dispatch_recv) +
@@ -83,9 +119,9 @@ __device__ __forceinline__ const uint8_t* dispatch_slot(const LLArgs& a, uint64_
 // system-scope release per peer, made only by blocks that had work (the
 // `worked` predicate is the same on every rank, so the receiver knows how
 // many releases to expect per call: see kernels/senders.go).
-__device__ void signal_peers(const LLArgs& a, uint64_t off_signal, bool worked) {
+__device__ void signal_peers(const LLArgs& a, uint64_t off_signal, bool worked, bool skip_self) {
     __syncthreads();  // every thread's stores before thread q's release
-    if (worked && threadIdx.x < a.ranks) {
+    if (worked && threadIdx.x < a.ranks && !(skip_self && (int)threadIdx.x == a.rank)) {
         __threadfence_system();
         red_release_sys_add(at<uint64_t>(a.peers[threadIdx.x], off_signal) + a.rank, 1);
     }
@@ -149,7 +185,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             int n = 0;
             for (int k = 0; k < K; k++) {
                 const int q = sel_rank[k];
-                if (q < 0) continue;
+                if (q < 0 || direct_self(a, q)) continue;
                 bool seen = false;
                 for (int i = 0; i < n; i++) seen |= dests[i] == q;
                 if (!seen) dests[n++] = q;
@@ -213,47 +249,55 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         __syncthreads();  // dests is rewritten for the next token
     }
     EPBENCH_TRACE(a, 1);
-    signal_peers(a, a.off_dispatch_signal, (int)blockIdx.x < T);
+    signal_peers(a, a.off_dispatch_signal, (int)blockIdx.x < T, direct_self(a, a.rank));
     EPBENCH_TRACE(a, 2);
 
     // --- receive: one item per (local expert, source rank) ---
+    // Source blocks of an expert are ordered from the own rank on (ord 0:
+    // the own rank, then rank+1, ...), so the own rank's rows start at 0 and
+    // need nothing from the peers.
     const uint64_t* arrived = at<const uint64_t>(self, a.off_dispatch_signal);
-    __shared__ int waited_upto;  // sources 0..waited_upto-1 have arrived
+    __shared__ int waited_upto;  // sources of order 0..waited_upto-1 have arrived
     __shared__ int failed;
     if (threadIdx.x == 0) {
         waited_upto = 0;
         failed = 0;
     }
     __syncthreads();
-    // Each block takes a contiguous run of items, so that (l, s) usually
-    // follows (l, s-1) in the same block and its begin is already known.
+    // Each block takes a contiguous run of items, so that (l, ord) usually
+    // follows (l, ord-1) in the same block and its begin is already known.
     const int per_block = (L * R + gridDim.x - 1) / gridDim.x;
     const int item_end = min(L * R, (int)(blockIdx.x + 1) * per_block);
-    int known_l = -1, known_s = -1, known_end = 0;  // the last item done here, and its begin + count
+    int known_l = -1, known_ord = -1, known_end = 0;  // the last item done here, and its begin + count
     for (int item = blockIdx.x * per_block; item < item_end; item++) {
-        const int l = item / R, s = item % R;
+        const int l = item / R, ord = item % R, s = (a.rank + ord) % R;
         const int expert = a.rank * L + l;
         if (threadIdx.x == 0) {
-            for (int p = waited_upto; p <= s && !failed; p++) {
-                if (!wait_arrivals(arrived + p, a.expect, deadline, a.err, kPhaseDispatch, p)) failed = 1;
-                else waited_upto = p + 1;
+            for (int o = waited_upto; o <= ord && !failed; o++) {
+                const int p = (a.rank + o) % R;
+                if (!direct_self(a, p) && !wait_arrivals(arrived + p, a.expect, deadline, a.err, kPhaseDispatch, p))
+                    failed = 1;
+                else
+                    waited_upto = o + 1;
             }
         }
         __syncthreads();
         if (failed) return;
         if (item == blockIdx.x * per_block) EPBENCH_TRACE(a, 3);
 
-        // Rows of lower source ranks come first.
+        // Rows of earlier sources (in that order) come first.
         int begin = 0;
-        const bool follows = known_l == l && known_s == s - 1;
+        const bool follows = known_l == l && known_ord == ord - 1;
         if (follows) begin = known_end;
-        for (int p = 0; p < s && !follows; p++) {
+        for (int o = 0; o < ord && !follows; o++) {
+            const int p = (a.rank + o) % R;
             for (int t0 = 0; t0 < T; t0 += kThreads) {
                 const int t = t0 + threadIdx.x;
                 bool hit = false;
                 if (t < T) {
-                    const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, p, t));
-                    hit = header_slot(h, a.epoch, K, expert) >= 0;
+                    hit = (direct_self(a, p) ? own_slot(a, t, expert)
+                                             : header_slot(reinterpret_cast<const int*>(dispatch_slot(a, self, p, t)),
+                                                           a.epoch, K, expert)) >= 0;
                 }
                 begin += __syncthreads_count(hit);
             }
@@ -263,8 +307,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             const int t = t0 + threadIdx.x;
             int k = -1;
             if (t < T) {
-                const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
-                k = header_slot(h, a.epoch, K, expert);
+                k = direct_self(a, s) ? own_slot(a, t, expert)
+                                      : header_slot(reinterpret_cast<const int*>(dispatch_slot(a, self, s, t)), a.epoch,
+                                                    K, expert);
             }
             if (__syncthreads_count(k >= 0) == 0) continue;  // nothing for this expert here
             int chunk_n;
@@ -288,7 +333,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                     const int e = base + u * kThreads;
                     if (e < total) {
                         const int i = e / row_vecs, v = e % row_vecs;
-                        tmp[u] = __ldcg(reinterpret_cast<const uint4*>(dispatch_slot(a, self, s, chunk_t[i]) + hdr) + v);
+                        const uint8_t* from = direct_self(a, s) ? reinterpret_cast<const uint8_t*>(a.x + (int64_t)chunk_t[i] * H)
+                                                                : dispatch_slot(a, self, s, chunk_t[i]) + hdr;
+                        tmp[u] = __ldcg(reinterpret_cast<const uint4*>(from) + v);
                     }
                 }
 #pragma unroll
@@ -312,11 +359,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             __syncthreads();
         }
         known_l = l;
-        known_s = s;
+        known_ord = ord;
         known_end = begin + count;
         if (threadIdx.x == 0) {
             a.layout_range[(int64_t)l * R + s] = ((int64_t)begin << 32) | (int64_t)count;
-            if (s == R - 1) a.recv_count[l] = begin + count;
+            if (ord == R - 1) a.recv_count[l] = begin + count;
         }
     }
     EPBENCH_TRACE(a, 4);
@@ -339,20 +386,30 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     for (int item = gwarp; item < R * T * slices; item += nwarps) {
         const int st = item / slices, slice = item % slices;
         const int s = st / T, t = st % T;
-        const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
-        if (__ldcg(h) != a.epoch) continue;
-        const int* idx = h + 4;
-        const float* w = reinterpret_cast<const float*>(h + 4 + K);
+        // The routing of (s, t): the message header, or for the own rank's
+        // BF16 tokens (never sent to itself) its own topk_idx and weights.
+        int e = -1;
+        float we = 0.f;
+        if (direct_self(a, s)) {
+            if (lane < K) {
+                e = (int)a.topk_idx[(int64_t)t * K + lane];
+                we = a.topk_w[(int64_t)t * K + lane];
+            }
+        } else {
+            const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
+            if (__ldcg(h) != a.epoch) continue;
+            if (lane < K) {
+                e = __ldcg(h + 4 + lane);
+                we = __ldcg(reinterpret_cast<const float*>(h + 4 + K) + lane);
+            }
+        }
         // Local selections in top-k order: lane k holds its expert output
         // row and weight.
         int64_t my_row = -1;
         float my_w = 0.f;
-        if (lane < K) {
-            const int e = __ldcg(idx + lane);
-            if (e >= lo && e < hi) {
-                my_row = (int64_t)(e - lo) * rows_per_expert + a.row_pos[((int64_t)s * T + t) * K + lane];
-                my_w = __ldcg(w + lane);
-            }
+        if (e >= lo && e < hi) {
+            my_row = (int64_t)(e - lo) * rows_per_expert + a.row_pos[((int64_t)s * T + t) * K + lane];
+            my_w = we;
         }
         const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
         if (local == 0) continue;
@@ -415,7 +472,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         }
     }
     EPBENCH_TRACE(a, 1);
-    signal_peers(a, a.off_combine_signal, (int)blockIdx.x * kWarps < R * T * slices);
+    signal_peers(a, a.off_combine_signal, (int)blockIdx.x * kWarps < R * T * slices, false);
     EPBENCH_TRACE(a, 2);
 
     // --- source side: wait for every rank, then one warp per token ---
