@@ -50,6 +50,10 @@ func dispatch(args []string, opts Options) error {
 		return routingCmd(rest, os.Stdout)
 	case "compare":
 		return compareCmd(rest, os.Stdout)
+	case "sweep":
+		return sweepCmd(rest, opts)
+	case "plot":
+		return plotCmd(rest)
 	case "":
 		return benchmark(args, opts)
 	default:

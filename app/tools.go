@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 
 	"github.com/spf13/pflag"
 
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/plot"
 	"github.com/epbench/epbench/report"
 	"github.com/epbench/epbench/routing"
 )
@@ -98,6 +100,18 @@ func compareCmd(args []string, stdout io.Writer) error {
 	}
 	if err := report.WriteCompare(stdout, inputs, report.CompareOptions{KernelOnly: *kernelOnly}); err != nil {
 		return Runtimef("compare: %v", err)
+	}
+	return nil
+}
+
+// plotCmd draws latency against tokens (epbench plot).
+func plotCmd(args []string) error {
+	err := plot.Main(args, os.Stdout)
+	if errors.Is(err, plot.ErrUsage) {
+		return Usage(err)
+	}
+	if err != nil {
+		return Runtime(err)
 	}
 	return nil
 }
