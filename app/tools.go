@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/driver"
 	"github.com/epbench/epbench/plot"
 	"github.com/epbench/epbench/report"
 	"github.com/epbench/epbench/routing"
@@ -64,10 +65,24 @@ input has them. For two inputs it adds "Host D+C ratio a/b".
   --kernel-only   lead with the kernel-only rows
   --label NAME    label of the next input, in order (default: file name without
                   extension, cut to 14 characters); repeat per input
+
+epbench compare --run --ep-lib epbench,nccl-ep ... runs the benchmarks on one
+problem and compares their outputs (see epbench compare --run --help).
 `
 
-// compareCmd prints the unified comparison table of summary files.
+// compareCmd prints the unified comparison table of summary files; with
+// --run it runs the benchmarks first (package driver).
 func compareCmd(args []string, stdout io.Writer) error {
+	if driver.Requested(args) {
+		err := driver.Main(args, driver.Env{Stdout: stdout, Stderr: os.Stderr, GPUCount: gpuCount})
+		if driver.IsUsage(err) {
+			return Usage(err)
+		}
+		if err != nil {
+			return Runtime(err)
+		}
+		return nil
+	}
 	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	kernelOnly := fs.Bool("kernel-only", false, "")

@@ -3,6 +3,7 @@
 package plot
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"image/color"
@@ -25,13 +26,15 @@ import (
 // Point is one measured size.
 type Point struct {
 	Tokens int
-	// Host and kernel averages in microseconds; NaN when absent.
+	// Host and kernel averages over ranks in microseconds; NaN when absent.
 	HostDispatch, HostCombine, KernelDispatch, KernelCombine float64
 }
 
-// Series is one input: a sweep (several points) or a single summary.
+// Series is one input: the points of a sweep, drawn joined by lines, or
+// single summaries, drawn as points.
 type Series struct {
 	Label  string
+	Sweep  bool
 	Points []Point
 }
 
@@ -42,20 +45,38 @@ func usagef(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, a...))
 }
 
+// Size of the picture: about 770 x 480 pixels as PNG, legible when shown at
+// that width.
+const (
+	width  = 8 * vg.Inch
+	height = 5 * vg.Inch
+)
+
+// logRatio is the largest/smallest latency above which the latency axis is
+// logarithmic. LL dispatch and combine on GPUs stay within one decade from 1
+// to a few hundred tokens, and a linear axis from zero shows their ratios
+// honestly; the CPU backend, or inputs from very different systems, span
+// more, and a linear axis would flatten the fast curves onto zero.
+const logRatio = 20
+
 // metric is one of the four latency curves of an input.
 type metric struct {
 	name   string
 	get    func(Point) float64
 	dashes []vg.Length
+	glyph  draw.GlyphDrawer
 }
 
 var metrics = []metric{
-	{"host dispatch", func(p Point) float64 { return p.HostDispatch }, nil},
-	{"host combine", func(p Point) float64 { return p.HostCombine }, []vg.Length{vg.Points(6), vg.Points(3)}},
-	{"kernel dispatch", func(p Point) float64 { return p.KernelDispatch }, []vg.Length{vg.Points(2), vg.Points(2)}},
-	{"kernel combine", func(p Point) float64 { return p.KernelCombine }, []vg.Length{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)}},
+	{"host dispatch", func(p Point) float64 { return p.HostDispatch }, nil, draw.CircleGlyph{}},
+	{"host combine", func(p Point) float64 { return p.HostCombine }, []vg.Length{vg.Points(6), vg.Points(3)}, draw.BoxGlyph{}},
+	{"kernel dispatch", func(p Point) float64 { return p.KernelDispatch }, []vg.Length{vg.Points(1.5), vg.Points(2)}, draw.TriangleGlyph{}},
+	{"kernel combine", func(p Point) float64 { return p.KernelCombine },
+		[]vg.Length{vg.Points(8), vg.Points(3), vg.Points(1.5), vg.Points(3)}, draw.CrossGlyph{}},
 }
 
+// palette is a qualitative palette that stays apart for the colour-blind
+// (the first ones matter most: most plots have two or three inputs).
 var palette = []color.Color{
 	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
@@ -63,110 +84,287 @@ var palette = []color.Color{
 	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+	color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff},
+	color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+	color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
+	color.RGBA{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff},
 }
 
-// powersOfTwo labels the tokens axis at the powers of two in its range.
-type powersOfTwo struct{}
+// tokenTicks labels the tokens axis at the powers of two in its range, or,
+// when some token counts are not powers of two, at the counts present.
+type tokenTicks struct{ present []float64 }
 
-func (powersOfTwo) Ticks(min, max float64) []gplot.Tick {
+func (t tokenTicks) Ticks(min, max float64) []gplot.Tick {
 	var ticks []gplot.Tick
-	for v := 1.0; v <= max*1.0001; v *= 2 {
-		if v >= min*0.9999 {
-			ticks = append(ticks, gplot.Tick{Value: v, Label: fmt.Sprintf("%d", int(v))})
+	pow2 := true
+	for _, v := range t.present {
+		pow2 = pow2 && v == math.Exp2(math.Round(math.Log2(v)))
+	}
+	if pow2 {
+		for v := 1.0; v <= max; v *= 2 {
+			if v >= min {
+				ticks = append(ticks, gplot.Tick{Value: v, Label: fmt.Sprintf("%d", int64(v))})
+			}
+		}
+		return ticks
+	}
+	last := 0.0
+	for _, v := range t.present {
+		if last == 0 || v/last >= 1.15 { // keep labels of close counts apart
+			ticks = append(ticks, gplot.Tick{Value: v, Label: fmt.Sprintf("%d", int64(v))})
+			last = v
 		}
 	}
 	return ticks
 }
 
-// Latency writes the latency-against-tokens plot of the inputs to out
-// (.svg or .png).
+// linearTicks labels a linear axis every 1, 2 or 5 × 10^n, six to ten times.
+type linearTicks struct{}
+
+func (linearTicks) Ticks(min, max float64) []gplot.Tick {
+	if !(max > min) {
+		return nil
+	}
+	raw := (max - min) / 10
+	step := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*step >= raw {
+			step *= m
+			break
+		}
+	}
+	var ticks []gplot.Tick
+	for i := math.Ceil(min / step); i*step <= max+step*1e-9; i++ {
+		v := i * step
+		ticks = append(ticks, gplot.Tick{Value: v, Label: trimNum(v)})
+	}
+	return ticks
+}
+
+// logTicks labels a logarithmic axis at 1, 2 and 5 × 10^n; over more than
+// three decades the 2s and 5s stay unlabelled.
+type logTicks struct{}
+
+func (logTicks) Ticks(min, max float64) []gplot.Tick {
+	if !(min > 0) || !(max > min) {
+		return nil
+	}
+	dense := math.Log10(max/min) <= 3
+	var ticks []gplot.Tick
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v < min || v > max {
+				continue
+			}
+			t := gplot.Tick{Value: v}
+			if m == 1 || dense {
+				t.Label = trimNum(v)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+func trimNum(v float64) string {
+	s := fmt.Sprintf("%.3f", v)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+// curve is one metric of one input, ready to draw.
+type curve struct {
+	name   string
+	colour color.Color
+	m      metric
+	xys    plotter.XYs
+	joined bool
+}
+
+// Latency writes the plot of latency against tokens per rank of the inputs
+// to out, as SVG or PNG by its extension. Each input gets a colour, each of
+// its metrics (host and kernel dispatch and combine) a dash pattern and a
+// glyph; absent or non-positive numbers are left out. The tokens axis is
+// logarithmic; the latency axis is linear from zero unless the largest
+// latency is more than logRatio times the smallest, and logarithmic then.
 func Latency(inputs []Series, title, out string) error {
-	ext := strings.ToLower(filepath.Ext(out))
-	if ext != ".svg" && ext != ".png" {
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
+	if format != "svg" && format != "png" {
 		return usagef("-o %s: the plot is written as .svg or .png", out)
 	}
 	if len(inputs) == 0 {
 		return usagef("nothing to plot")
 	}
-	p := gplot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "tokens per rank"
-	p.Y.Label.Text = "latency (us)"
-	p.X.Scale = gplot.LogScale{}
-	p.X.Tick.Marker = powersOfTwo{}
-	p.Y.Min = 0
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.TextStyle.Font.Size = vg.Points(9)
-	p.Add(plotter.NewGrid())
-	xmin, xmax, ymax := math.Inf(1), 0.0, 0.0
+	var curves []curve
+	ymin, ymax := math.Inf(1), math.Inf(-1)
+	tokens := map[float64]bool{}
 	for i, in := range inputs {
-		col := palette[i%len(palette)]
 		pts := append([]Point(nil), in.Points...)
-		sort.Slice(pts, func(a, b int) bool { return pts[a].Tokens < pts[b].Tokens })
-		for mi, m := range metrics {
-			var xys plotter.XYs
+		sort.SliceStable(pts, func(a, b int) bool { return pts[a].Tokens < pts[b].Tokens })
+		for _, m := range metrics {
+			c := curve{name: in.Label + " " + m.name, colour: palette[i%len(palette)], m: m, joined: in.Sweep}
 			for _, pt := range pts {
 				v := m.get(pt)
-				if pt.Tokens <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				if pt.Tokens <= 0 || !(v > 0) || math.IsInf(v, 0) {
 					continue
 				}
-				xys = append(xys, plotter.XY{X: float64(pt.Tokens), Y: v})
-				xmin, xmax, ymax = math.Min(xmin, float64(pt.Tokens)), math.Max(xmax, float64(pt.Tokens)), math.Max(ymax, v)
+				c.xys = append(c.xys, plotter.XY{X: float64(pt.Tokens), Y: v})
+				tokens[float64(pt.Tokens)] = true
+				ymin, ymax = math.Min(ymin, v), math.Max(ymax, v)
 			}
-			if len(xys) == 0 {
-				continue
-			}
-			sc, err := plotter.NewScatter(xys)
-			if err != nil {
-				return err
-			}
-			sc.GlyphStyle.Color = col
-			sc.GlyphStyle.Radius = vg.Points(3)
-			sc.GlyphStyle.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}[mi]
-			name := in.Label + " " + m.name
-			if len(xys) > 1 {
-				ln, err := plotter.NewLine(xys)
-				if err != nil {
-					return err
-				}
-				ln.Color = col
-				ln.Width = vg.Points(1.5)
-				ln.Dashes = m.dashes
-				p.Add(ln, sc)
-				p.Legend.Add(name, ln, sc)
-			} else {
-				p.Add(sc)
-				p.Legend.Add(name, sc)
+			if len(c.xys) > 0 {
+				curves = append(curves, c)
 			}
 		}
 	}
-	if xmax == 0 {
+	if len(curves) == 0 {
 		return usagef("no latency numbers in the inputs")
 	}
-	// Room around single sizes on the log axis, and above the highest curve
-	// for the legend.
-	p.X.Min, p.X.Max = math.Max(0.5, xmin/1.5), xmax*1.5
-	p.Y.Max = ymax * 1.45
-	return p.Save(8*vg.Inch, 5*vg.Inch, out)
+	present := make([]float64, 0, len(tokens))
+	for t := range tokens {
+		present = append(present, t)
+	}
+	sort.Float64s(present)
+
+	p := gplot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.X.Label.Text = "tokens per rank"
+	p.Y.Label.Text = "latency (us)"
+	p.X.Scale = gplot.LogScale{}
+	p.X.Tick.Marker = tokenTicks{present: present}
+	// Room around the smallest and largest sizes on the log axis.
+	p.X.Min, p.X.Max = present[0]/1.4, present[len(present)-1]*1.4
+	logY := ymax/ymin > logRatio
+	grid := plotter.NewGrid()
+	grid.Vertical.Color = color.Gray{Y: 0xdd}
+	grid.Horizontal.Color = color.Gray{Y: 0xdd}
+	p.Add(grid)
+
+	leg := gplot.NewLegend()
+	leg.TextStyle.Font.Size = vg.Points(9)
+	leg.ThumbnailWidth = vg.Points(30)
+	leg.Padding = vg.Points(1.5)
+	for _, c := range curves {
+		sc, err := plotter.NewScatter(c.xys)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: c.colour, Radius: vg.Points(2.8), Shape: c.m.glyph}
+		if c.joined && len(c.xys) > 1 {
+			ln, err := plotter.NewLine(c.xys)
+			if err != nil {
+				return err
+			}
+			ln.LineStyle = draw.LineStyle{Color: c.colour, Width: vg.Points(1.4), Dashes: c.m.dashes}
+			p.Add(ln, sc)
+			leg.Add(c.name, ln, sc)
+		} else {
+			p.Add(sc)
+			leg.Add(c.name, sc)
+		}
+	}
+
+	lr := leg.Rectangle(draw.Canvas{})
+	legW, legH := lr.Max.X-lr.Min.X, lr.Max.Y-lr.Min.Y
+	const pad = vg.Length(5)
+	// The legend goes into the top left corner of the data area, with the
+	// latency axis raised to leave it free, unless it would take more than
+	// half the height; then it goes to the right of the plot.
+	areaH := height - 70 // less title and tokens axis
+	frac := float64((legH+3*pad)/areaH) + 0.03
+	inside := frac <= 0.5
+	if !inside {
+		frac = 0.05
+	}
+	if logY {
+		p.Y.Scale = gplot.LogScale{}
+		p.Y.Tick.Marker = logTicks{}
+		lo, hi := math.Log10(ymin/1.25), math.Log10(ymax)
+		p.Y.Min, p.Y.Max = math.Pow(10, lo), math.Pow(10, lo+(hi-lo)/(1-frac))
+	} else {
+		p.Y.Tick.Marker = linearTicks{}
+		p.Y.Min, p.Y.Max = 0, ymax/(1-frac)
+	}
+
+	cw, err := draw.NewFormattedCanvas(width, height, format)
+	if err != nil {
+		return err
+	}
+	dc := draw.New(cw)
+	pc := draw.Crop(dc, 0, -2*pad, 0, -pad) // a margin at the top and right
+	if !inside {
+		pc = draw.Crop(pc, 0, -(legW + 3*pad), 0, 0)
+	}
+	p.Draw(pc)
+	data := p.DataCanvas(pc)
+	box := vg.Rectangle{Min: vg.Point{X: data.Min.X + pad, Y: data.Max.Y - legH - 3*pad}, Max: vg.Point{X: data.Min.X + legW + 3*pad, Y: data.Max.Y - pad}}
+	if !inside {
+		box = vg.Rectangle{Min: vg.Point{X: pc.Max.X + pad, Y: data.Max.Y - legH - 2*pad}, Max: vg.Point{X: pc.Max.X + legW + 3*pad, Y: data.Max.Y}}
+	}
+	dc.SetColor(color.NRGBA{R: 0xff, G: 0xff, B: 0xff, A: 0xe8})
+	dc.Fill(box.Path())
+	dc.SetLineStyle(draw.LineStyle{Color: color.Gray{Y: 0xaa}, Width: vg.Points(0.6)})
+	dc.Stroke(box.Path())
+	leg.Top, leg.Left = true, true
+	leg.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+		Min: vg.Point{X: box.Min.X + pad, Y: box.Min.Y + pad},
+		Max: vg.Point{X: box.Max.X - pad, Y: box.Max.Y - pad},
+	}})
+	return writeCanvas(cw, out)
 }
 
-// Load reads one input: a sweep JSON, or a single summary that report
-// parses (epbench text or JSON, ep_bench outputs, the Python benchmark's).
+func writeCanvas(cw io.WriterTo, out string) (err error) {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	_, err = cw.WriteTo(f)
+	return err
+}
+
+// maxInput bounds an input file (a sweep JSON with per-rank values of many
+// ranks stays far below).
+const maxInput = 64 << 20
+
+// Load reads one input: a sweep JSON (a series of points over tokens), or a
+// single summary that report parses (epbench text or JSON, ep_bench outputs),
+// whose token count comes from its configuration.
 func Load(path string) (Series, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Series{}, usagef("%v", err)
 	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxInput+1))
+	if err != nil {
+		return Series{}, usagef("%v", err)
+	}
+	if len(b) > maxInput {
+		return Series{}, usagef("%s: larger than %d bytes", path, maxInput)
+	}
 	label := report.LabelFromPath(path)
-	if sw, err := report.ParseSweep(strings.NewReader(string(b))); err == nil {
-		s := Series{Label: label}
+	if bytes.Contains(b, []byte(`"`+report.SweepSchema+`"`)) {
+		sw, err := report.ParseSweep(bytes.NewReader(b))
+		if err != nil {
+			return Series{}, usagef("%s: %v", path, err)
+		}
+		if sw.Varying != report.VaryTokens {
+			return Series{}, usagef("%s: a sweep over %s; the plot is against tokens", path, sw.Varying)
+		}
+		s := Series{Label: label, Sweep: true}
 		for _, pt := range sw.Points {
 			s.Points = append(s.Points, pointOf(pt.Tokens, pt.Result.Summary))
 		}
 		return s, nil
 	}
-	p, err := report.ParseSummary(strings.NewReader(string(b)))
+	p, err := report.ParseSummary(bytes.NewReader(b))
 	if err != nil {
 		return Series{}, usagef("%s: %v", path, err)
 	}
@@ -188,12 +386,20 @@ func pointOf(tokens int, s report.Summary) Point {
 const usage = `usage: epbench plot INPUT [INPUT ...] -o latency.svg|latency.png [--title T] [--label NAME ...]
 
 Draws latency (us) against tokens per rank: host and kernel dispatch and
-combine, one colour per input. Inputs: epbench sweep --json files (curves), and
+combine, one colour per input. Inputs: epbench sweep --json files (lines), and
 single summaries (points): epbench text or --json output, ep_bench outputs.
---label names the inputs in order (default: file name without extension).
+Single summaries of one label make one series.
+
+  -o, --output FILE   the picture, .svg or .png
+      --title TEXT    its title
+      --label NAME    names the inputs in order, once per input
+                      (default: the file name without its extension)
+
+The latency axis is linear from zero, or logarithmic when the largest latency
+is more than 20 times the smallest.
 `
 
-// Main runs `epbench plot`.
+// Main runs epbench plot with its arguments (the subcommand name left out).
 func Main(args []string, stdout io.Writer) error {
 	fs := pflag.NewFlagSet("plot", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -205,8 +411,8 @@ func Main(args []string, stdout io.Writer) error {
 		return usagef("%v", err)
 	}
 	if *help {
-		fmt.Fprint(stdout, usage)
-		return nil
+		_, err := fmt.Fprint(stdout, usage)
+		return err
 	}
 	if *out == "" {
 		return usagef("-o FILE is required (.svg or .png)")
@@ -226,22 +432,27 @@ func Main(args []string, stdout io.Writer) error {
 		if i < len(*labels) {
 			s.Label = (*labels)[i]
 		}
+		if s.Label == "" {
+			return usagef("%s: empty --label", path)
+		}
 		series = appendSeries(series, s)
 	}
 	if err := Latency(series, *title, *out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s\n", *out)
-	return nil
+	_, err := fmt.Fprintf(stdout, "wrote %s\n", *out)
+	return err
 }
 
-// appendSeries adds s, merging it into an earlier input of the same label
-// (several single-size outputs of one tool make one series).
+// appendSeries adds s; single summaries under the label of earlier single
+// summaries join them (several ep_bench outputs make one series of points).
 func appendSeries(all []Series, s Series) []Series {
-	for i := range all {
-		if all[i].Label == s.Label {
-			all[i].Points = append(all[i].Points, s.Points...)
-			return all
+	if !s.Sweep {
+		for i := range all {
+			if all[i].Label == s.Label && !all[i].Sweep {
+				all[i].Points = append(all[i].Points, s.Points...)
+				return all
+			}
 		}
 	}
 	return append(all, s)

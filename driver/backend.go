@@ -1,0 +1,176 @@
+package driver
+
+import (
+	"errors"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/epbench/epbench/config"
+)
+
+// Backend is one EP benchmark "compare --run" can launch. Adding one is a
+// type with these two methods and an entry in backends.
+type Backend interface {
+	// Prepare refuses a problem or options the benchmark cannot run and
+	// fills in its own defaults in o. It runs before anything is launched.
+	Prepare(o *Options) error
+	// Rank returns the argv every rank runs. Variables it sets in env are
+	// set for mpirun and forwarded to every rank.
+	Rank(o *Options, env *environment) []string
+}
+
+// backends are the benchmarks by their --ep-lib name.
+var backends = map[string]Backend{
+	"epbench": epbenchBackend{},
+	"nccl-ep": ncclEPBackend{},
+}
+
+func backendNames() []string {
+	names := make([]string, 0, len(backends))
+	for n := range backends {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// problemArgs are the shared problem flags in ep_bench's spelling, which
+// both benchmarks read.
+func problemArgs(p *Problem) []string {
+	return []string{
+		"-a", p.Algorithm,
+		"-L", p.Layout,
+		"-t", strconv.Itoa(p.Tokens),
+		"-d", strconv.Itoa(p.Hidden),
+		"-k", strconv.Itoa(p.TopK),
+		"-e", strconv.Itoa(p.Experts),
+		"-w", strconv.Itoa(p.Warmup),
+		"-i", strconv.Itoa(p.Iters),
+	}
+}
+
+// absProgram makes a program path absolute so every node finds the same
+// file whatever its working directory; a bare name stays a PATH lookup.
+func absProgram(path string) string {
+	if filepath.Base(path) == path {
+		return path
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
+// epbenchBackend is this program.
+type epbenchBackend struct{}
+
+func (epbenchBackend) args(o *Options, extra bool) []string {
+	args := append(problemArgs(&o.Problem), "--dispatch-dtype", o.Problem.DispatchDtype)
+	if extra {
+		args = append(args, o.EpbenchArgs...)
+	}
+	return args
+}
+
+// Prepare runs epbench's own flag checks on the command each rank will get,
+// so a problem epbench refuses is reported before any launch.
+func (b epbenchBackend) Prepare(o *Options) error {
+	shared, err := config.Parse(b.args(o, false), nil)
+	if err == nil {
+		err = shared.CheckRanks(o.Ranks())
+	}
+	if err != nil {
+		return usageErr("--ep-lib=epbench", "cannot run this problem: %v", err)
+	}
+	full, err := config.Parse(b.args(o, true), nil)
+	switch {
+	case errors.Is(err, config.ErrHelp):
+		return usageErr("--epbench-args", "--help is not a benchmark flag")
+	case err != nil:
+		return usageErr("--epbench-args", "%v", err)
+	case full.ShowVersion:
+		return usageErr("--epbench-args", "--version is not a benchmark flag")
+	}
+	if err := full.CheckRanks(o.Ranks()); err != nil {
+		return usageErr("--epbench-args", "%v", err)
+	}
+	for _, f := range []struct {
+		name      string
+		same      bool
+		sharedSet string
+	}{
+		{"--algorithm", full.Algorithm == shared.Algorithm, "-a"},
+		{"--layout", full.Layout == shared.Layout, "-L"},
+		{"--num-tokens", full.Tokens == shared.Tokens, "-t"},
+		{"--hidden", full.Hidden == shared.Hidden, "-d"},
+		{"--num-topk", full.TopK == shared.TopK, "-k"},
+		{"--num-experts", full.Experts == shared.Experts, "-e"},
+		{"--num-warmup", full.Warmup == shared.Warmup, "-w"},
+		{"--num-iters", full.Iters == shared.Iters, "-i"},
+		{"--dispatch-dtype", full.DispatchDtype == shared.DispatchDtype, "--dispatch-dtype"},
+	} {
+		if !f.same {
+			return usageErr("--epbench-args", "changes %s, which every backend shares; give %s to compare --run instead", f.name, f.sharedSet)
+		}
+	}
+	o.Epbench = absProgram(o.Epbench)
+	if !o.DryRun {
+		return checkExecutable("--epbench", o.Epbench)
+	}
+	return nil
+}
+
+func (b epbenchBackend) Rank(o *Options, _ *environment) []string {
+	return append([]string{o.Epbench}, b.args(o, true)...)
+}
+
+// ncclEPBackend is NVIDIA NCCL-EP's ep_bench (contrib/nccl_ep), which links
+// libnccl.so and libnccl_ep.so dynamically.
+type ncclEPBackend struct{}
+
+func (ncclEPBackend) Prepare(o *Options) error {
+	if o.NCCLEPBench == "" {
+		return usageErr("--nccl-ep-bench", "required for --ep-lib nccl-ep (or set NCCL_EP_BENCH)")
+	}
+	if o.Problem.DispatchDtype != "bf16" {
+		return usageErr("--dispatch-dtype", "%s cannot be compared with nccl-ep: its ep_bench command runs BF16 dispatch", o.Problem.DispatchDtype)
+	}
+	o.NCCLEPBench = absProgram(o.NCCLEPBench)
+	if o.NCCLLibPath == "" {
+		// <build>/test/nccl_ep/ep_bench -> <build>/lib
+		o.NCCLLibPath = filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(o.NCCLEPBench))), "lib")
+	} else if abs, err := filepath.Abs(o.NCCLLibPath); err == nil {
+		o.NCCLLibPath = abs
+	}
+	if !o.DryRun {
+		return checkExecutable("--nccl-ep-bench", o.NCCLEPBench)
+	}
+	return nil
+}
+
+// Rank sets the environment of the seed driver's NCCL-EP launch: its NCCL
+// first on the library path, sockets instead of IB and net plugins, and
+// multi-node NVLink only across nodes.
+func (ncclEPBackend) Rank(o *Options, env *environment) []string {
+	env.prepend("LD_LIBRARY_PATH", o.NCCLLibPath)
+	cudaHome, ok := env.get("CUDA_HOME")
+	if !ok || cudaHome == "" {
+		cudaHome = "/usr/local/cuda"
+	}
+	env.set("CUDA_HOME", cudaHome)
+	if o.Iface != "" {
+		env.set("UCX_NET_DEVICES", o.Iface)
+		env.set("NCCL_SOCKET_IFNAME", o.Iface)
+	}
+	env.set("UCX_TLS", "tcp,sm,self,cuda_copy")
+	env.set("UCX_HANDLE_ERRORS", "none")
+	env.set("NCCL_NET_PLUGIN", "none")
+	env.set("NCCL_IB_DISABLE", "1")
+	mnnvl := "0"
+	if len(o.Nodes) > 1 {
+		mnnvl = "1"
+	}
+	env.set("NCCL_MNNVL_ENABLE", mnnvl)
+	return append([]string{o.NCCLEPBench}, problemArgs(&o.Problem)...)
+}

@@ -1,0 +1,559 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/epbench/epbench/config"
+)
+
+// Problem is what every backend runs, in ep_bench's terms.
+type Problem struct {
+	Algorithm     string `json:"algorithm"`      // ll
+	Layout        string `json:"layout"`         // em, rm or fl
+	DispatchDtype string `json:"dispatch_dtype"` // bf16 or fp8_e4m3
+	Tokens        int    `json:"tokens"`         // per rank
+	Hidden        int    `json:"hidden"`
+	TopK          int    `json:"top_k"`
+	Experts       int    `json:"experts"` // across all ranks
+	Warmup        int    `json:"warmup_iters"`
+	Iters         int    `json:"bench_iters"`
+}
+
+// Options is one "compare --run" command line, checked and with its
+// defaults resolved.
+type Options struct {
+	Libs    []string // backend names, in run order
+	Problem Problem
+
+	RanksPerNode int
+	Nodes        []string // empty: this node only
+	Iface        string   // network interface for MPI's TCP and the backends' sockets
+	HPCX         string   // HPC-X install, or "" for none
+	MPIRun       string   // the mpirun executable
+	MPIRunArgs   []string // appended to the launcher's options
+
+	Epbench     string   // the epbench executable
+	EpbenchArgs []string // more epbench flags
+	NCCLEPBench string   // NCCL-EP's ep_bench
+	NCCLLibPath string   // libnccl.so and libnccl_ep.so for ep_bench
+
+	KernelOnly bool
+	JSONPath   string
+	DryRun     bool
+}
+
+// Ranks is the world size of every launch.
+func (o *Options) Ranks() int {
+	return max(1, len(o.Nodes)) * o.RanksPerNode
+}
+
+// Env is what the driver needs from the process around it.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// GPUCount reports this node's GPUs, the default ranks per node; nil
+	// counts none.
+	GPUCount func() int
+}
+
+// ErrHelp is returned by Parse for -h or --help.
+var ErrHelp = errors.New("help requested")
+
+// IsUsage reports whether err is a usage error (bad flag or value).
+func IsUsage(err error) bool {
+	var ue *config.UsageError
+	return errors.As(err, &ue)
+}
+
+func usageErr(flag, format string, a ...any) error {
+	return &config.UsageError{Flag: flag, Why: fmt.Sprintf(format, a...)}
+}
+
+// Requested reports whether a "compare" command line asks for --run.
+func Requested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--run" || strings.HasPrefix(a, "--run=") {
+			return true
+		}
+	}
+	return false
+}
+
+// Patterns for the free-form values that reach mpirun's command line or a
+// hostfile. They are never seen by a shell, but a host name with a space
+// or a newline would still change what mpirun reads, so only the characters
+// of host names, IPv4/IPv6 addresses and interface names are let through,
+// starting with a letter or digit so nothing reads as an option.
+var (
+	hostPattern  = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:-]*$`)
+	ifacePattern = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:-]*$`)
+)
+
+const (
+	maxHostLen  = 253 // DNS name
+	maxIfaceLen = 15  // IFNAMSIZ - 1
+)
+
+// hpcxPattern is where HPC-X is looked for when --hpcx is auto and
+// HPCX_HOME is unset (as the seed driver does).
+var hpcxPattern = "/opt/hpcx-*"
+
+// intValue is an integer flag with a lower bound and a message in the
+// words of config's flags.
+type intValue struct {
+	p  *int
+	lo int
+}
+
+func (v *intValue) String() string { return strconv.Itoa(*v.p) }
+func (v *intValue) Type() string   { return "int" }
+func (v *intValue) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < int64(v.lo) {
+		if v.lo > 0 {
+			return fmt.Errorf("must be a positive integer, got %q", s)
+		}
+		return fmt.Errorf("must be a non-negative integer, got %q", s)
+	}
+	if n > math.MaxInt32 {
+		return fmt.Errorf("must be at most %d, got %s", math.MaxInt32, s)
+	}
+	*v.p = int(n)
+	return nil
+}
+
+// choiceValue is a string flag with a fixed set of spellings, each mapped
+// to its canonical value.
+type choiceValue struct {
+	p     *string
+	allow map[string]string
+	want  string
+}
+
+func (v *choiceValue) String() string { return *v.p }
+func (v *choiceValue) Type() string   { return "string" }
+func (v *choiceValue) Set(s string) error {
+	c, ok := v.allow[s]
+	if !ok {
+		return fmt.Errorf("unknown value %q (want %s)", s, v.want)
+	}
+	*v.p = c
+	return nil
+}
+
+// boolValue is a switch; "--name=false" is accepted too.
+type boolValue struct{ p *bool }
+
+func (v *boolValue) String() string { return strconv.FormatBool(*v.p) }
+func (v *boolValue) Type() string   { return "bool" }
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("must be true or false, got %q", s)
+	}
+	*v.p = b
+	return nil
+}
+
+// boolFlag defines a switch whose help shows "--name", not
+// "--name[=true|false]".
+func boolFlag(fs *pflag.FlagSet, p *bool, name, short, usage string) {
+	fs.VarPF(&boolValue{p}, name, short, usage).NoOptDefVal = "true"
+}
+
+// flags holds the raw command line before checks.
+type flags struct {
+	run                   bool
+	epLib                 string
+	nodes, iface, hpcx    string
+	mpirun, mpirunArgs    string
+	epbench, epbenchArgs  string
+	ncclEPBench, ncclLib  string
+	jsonPath              string
+	kernelOnly, dryRun    bool
+	help                  bool
+	problem               Problem
+	ranksPerNode          int
+	ranksPerNodeSetByUser bool
+}
+
+func newFlagSet(f *flags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("compare --run", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.SortFlags = false
+	p := &f.problem
+	*p = Problem{Algorithm: "ll", Layout: "em", DispatchDtype: "bf16",
+		Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256, Warmup: 10, Iters: 50}
+
+	boolFlag(fs, &f.run, "run", "", "run the benchmarks instead of reading files")
+	fs.StringVar(&f.epLib, "ep-lib", "", "`LIBS` to run: "+strings.Join(backendNames(), ", ")+
+		", both (= epbench,nccl-ep), or a comma-separated list")
+	fs.VarP(&choiceValue{p: &p.Algorithm, allow: map[string]string{"ll": "ll", "low-latency": "ll"}, want: "ll"},
+		"algorithm", "a", "algorithm `MODE`: ll (low-latency)")
+	fs.VarP(&intValue{p: &p.Tokens, lo: 1}, "num-tokens", "t", "tokens per rank")
+	fs.VarP(&intValue{p: &p.Hidden, lo: 1}, "hidden", "d", "hidden size")
+	fs.VarP(&intValue{p: &p.TopK, lo: 1}, "num-topk", "k", "experts selected per token")
+	fs.VarP(&intValue{p: &p.Experts, lo: 1}, "num-experts", "e", "experts across all ranks")
+	fs.VarP(&intValue{p: &p.Warmup, lo: 0}, "num-warmup", "w", "untimed iterations")
+	fs.VarP(&intValue{p: &p.Iters, lo: 1}, "num-iters", "i", "timed iterations")
+	fs.VarP(&choiceValue{p: &p.Layout, want: "em, rm or fl", allow: map[string]string{
+		"em": "em", "expert-major": "em", "rm": "rm", "rank-major": "rm", "fl": "fl", "flat": "fl"}},
+		"layout", "L", "receive `LAYOUT`: em, rm or fl")
+	fs.Var(&choiceValue{p: &p.DispatchDtype, want: "bf16 or fp8_e4m3", allow: map[string]string{
+		"bf16": "bf16", "fp8_e4m3": "fp8_e4m3"}},
+		"dispatch-dtype", "dispatch payload `DTYPE`: bf16 or fp8_e4m3 (backends that support it)")
+	fs.Var(&intValue{p: &f.ranksPerNode, lo: 1}, "nproc-per-node", "ranks (GPUs) per node (default: this node's GPU count)")
+	fs.StringVar(&f.nodes, "nodes", "", "`HOSTS` to run on, names or IPs separated by spaces, e.g. \"h1 h2\" (default: this node only)")
+	fs.StringVar(&f.iface, "iface", "", "network interface `NAME` for MPI's TCP transport and the backends' sockets")
+	fs.StringVar(&f.hpcx, "hpcx", "auto", "HPC-X install `DIR`, auto ($HPCX_HOME, else "+hpcxPattern+") or none")
+	fs.StringVar(&f.mpirun, "mpirun", "", "mpirun `PATH` (default: HPC-X's, else mpirun from PATH)")
+	fs.StringVar(&f.mpirunArgs, "mpirun-args", "", "mpirun options `ARGS` to add, split at white space (e.g. \"--oversubscribe\")")
+	fs.StringVar(&f.epbench, "epbench", "", "epbench executable `PATH` (default: this one)")
+	fs.StringVar(&f.epbenchArgs, "epbench-args", "", "epbench flags `ARGS` to add, split at white space (e.g. \"--backend cpu\")")
+	fs.StringVar(&f.ncclEPBench, "nccl-ep-bench", "", "NCCL-EP ep_bench `PATH` (default: $NCCL_EP_BENCH)")
+	fs.StringVar(&f.ncclLib, "nccl-lib-path", "", "`DIR` with libnccl.so and libnccl_ep.so, put first on ep_bench's "+
+		"LD_LIBRARY_PATH (default: $NCCL_LIB_PATH, else the lib folder of ep_bench's build tree)")
+	boolFlag(fs, &f.kernelOnly, "kernel-only", "", "lead the table with kernel-only times")
+	fs.StringVar(&f.jsonPath, "json", "", "also write every backend's parsed result to `FILE` (not with --dry-run)")
+	boolFlag(fs, &f.dryRun, "dry-run", "", "print the commands and run nothing")
+	boolFlag(fs, &f.help, "help", "h", "print this help and exit")
+	return fs
+}
+
+// Usage is the help text of "epbench compare --run".
+func Usage() string {
+	fs := newFlagSet(&flags{})
+	var b strings.Builder
+	b.WriteString(`usage: epbench compare --run --ep-lib LIBS [flags]
+
+Runs the same low-latency problem on several EP benchmarks, one after the
+other under mpirun, streams each one's output under a banner, then prints
+one table of their summaries (as "epbench compare FILE..." does) and, for
+two, the host D+C ratio. Exits 1 if any backend failed or printed no
+summary, 2 on a bad flag or value.
+
+Flags:
+`)
+	b.WriteString(fs.FlagUsagesWrapped(100))
+	b.WriteString(`
+Environment: NCCL_EP_BENCH and NCCL_LIB_PATH stand in for --nccl-ep-bench and
+--nccl-lib-path; HPCX_HOME names HPC-X for --hpcx auto; every launch sets
+NCCL_NVLS_ENABLE=0.
+`)
+	return b.String()
+}
+
+// flagError turns pflag's error into a UsageError naming the flag.
+func flagError(err error) error {
+	var invalid *pflag.InvalidValueError
+	if errors.As(err, &invalid) {
+		why := "invalid value " + strconv.Quote(invalid.GetValue())
+		if cause := errors.Unwrap(invalid); cause != nil {
+			why = cause.Error()
+		}
+		return usageErr("--"+invalid.GetFlag().Name, "%s", why)
+	}
+	var missing *pflag.ValueRequiredError
+	if errors.As(err, &missing) {
+		return usageErr("--"+missing.GetFlag().Name, "requires a value")
+	}
+	var unknown *pflag.NotExistError
+	if errors.As(err, &unknown) {
+		if unknown.GetSpecifiedShortnames() != "" {
+			return usageErr("-"+unknown.GetSpecifiedName(), "unknown flag")
+		}
+		return usageErr("--"+unknown.GetSpecifiedName(), "unknown flag")
+	}
+	var syntax *pflag.InvalidSyntaxError
+	if errors.As(err, &syntax) {
+		return usageErr(syntax.GetSpecifiedFlag(), "bad flag syntax")
+	}
+	return usageErr("arguments", "%s", err.Error())
+}
+
+// Parse reads a "compare --run" command line (with or without --run) and
+// resolves its defaults from env and the process environment. Errors are
+// *config.UsageError, or ErrHelp.
+func Parse(args []string, env Env) (*Options, error) {
+	var f flags
+	fs := newFlagSet(&f)
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		// pflag skips "go test" style flags without a word.
+		if strings.HasPrefix(a, "-test.") {
+			name, _, _ := strings.Cut(a, "=")
+			return nil, usageErr(name, "unknown flag")
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, flagError(err)
+	}
+	if f.help {
+		return nil, ErrHelp
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		return nil, usageErr(strconv.Quote(rest[0]), "unexpected argument: --run takes no summary files")
+	}
+	if fs.Changed("run") && !f.run {
+		return nil, usageErr("--run", "must be true here; leave it out to compare files")
+	}
+	f.ranksPerNodeSetByUser = fs.Changed("nproc-per-node")
+	return f.resolve(env)
+}
+
+// resolve checks the flags and fills in the defaults.
+func (f *flags) resolve(env Env) (*Options, error) {
+	if underLauncher() {
+		return nil, usageErr("compare --run", "starts mpirun itself; run it directly, not under mpirun")
+	}
+	o := &Options{Problem: f.problem, KernelOnly: f.kernelOnly, JSONPath: f.jsonPath, DryRun: f.dryRun}
+	var err error
+	if o.Libs, err = parseLibs(f.epLib); err != nil {
+		return nil, err
+	}
+	if o.Nodes, err = parseNodes(f.nodes); err != nil {
+		return nil, err
+	}
+	if f.iface != "" && (len(f.iface) > maxIfaceLen || !ifacePattern.MatchString(f.iface)) {
+		return nil, usageErr("--iface", "%q is not a network interface name", f.iface)
+	}
+	o.Iface = f.iface
+
+	o.RanksPerNode = f.ranksPerNode
+	if !f.ranksPerNodeSetByUser {
+		if env.GPUCount != nil {
+			o.RanksPerNode = env.GPUCount()
+		}
+		if o.RanksPerNode < 1 {
+			return nil, usageErr("--nproc-per-node", "no GPU found on this node; give the ranks per node")
+		}
+	}
+	if o.Ranks() > math.MaxInt32 {
+		return nil, usageErr("--nproc-per-node", "%d ranks on each of %d nodes are too many", o.RanksPerNode, len(o.Nodes))
+	}
+	if err := checkProblem(&o.Problem, o.Ranks()); err != nil {
+		return nil, err
+	}
+
+	if o.HPCX, err = resolveHPCX(f.hpcx); err != nil {
+		return nil, err
+	}
+	o.MPIRun = f.mpirun
+	if o.MPIRun == "" {
+		o.MPIRun = "mpirun"
+		if o.HPCX != "" {
+			o.MPIRun = filepath.Join(o.HPCX, "ompi", "bin", "mpirun")
+		}
+	}
+	o.MPIRunArgs = strings.Fields(f.mpirunArgs)
+	if err := checkWords("--mpirun-args", o.MPIRunArgs); err != nil {
+		return nil, err
+	}
+	o.EpbenchArgs = strings.Fields(f.epbenchArgs)
+	if err := checkWords("--epbench-args", o.EpbenchArgs); err != nil {
+		return nil, err
+	}
+
+	o.Epbench = f.epbench
+	if o.Epbench == "" && o.uses("epbench") {
+		if o.Epbench, err = os.Executable(); err != nil {
+			return nil, usageErr("--epbench", "cannot find this executable (%v); give its path", err)
+		}
+	}
+	o.NCCLEPBench = firstSet(f.ncclEPBench, os.Getenv("NCCL_EP_BENCH"))
+	o.NCCLLibPath = firstSet(f.ncclLib, os.Getenv("NCCL_LIB_PATH"))
+	if o.NCCLLibPath != "" && strings.ContainsAny(o.NCCLLibPath, ":\n") {
+		return nil, usageErr("--nccl-lib-path", "must be one directory, got %q", o.NCCLLibPath)
+	}
+
+	for _, name := range o.Libs {
+		if err := backends[name].Prepare(o); err != nil {
+			return nil, err
+		}
+	}
+	if !o.DryRun {
+		if err := checkExecutable("--mpirun", o.MPIRun); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+func (o *Options) uses(lib string) bool {
+	for _, l := range o.Libs {
+		if l == lib {
+			return true
+		}
+	}
+	return false
+}
+
+func firstSet(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// underLauncher reports whether an MPI launcher started this process.
+func underLauncher() bool {
+	for _, n := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"} {
+		if _, ok := os.LookupEnv(n); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// parseLibs reads --ep-lib: names, "both", comma-separated, no repeats.
+func parseLibs(s string) ([]string, error) {
+	if s == "" {
+		return nil, usageErr("--ep-lib", "required: %s, both, or a comma-separated list", strings.Join(backendNames(), ", "))
+	}
+	var libs []string
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		names := []string{part}
+		if part == "both" {
+			names = []string{"epbench", "nccl-ep"}
+		}
+		for _, n := range names {
+			if _, ok := backends[n]; !ok {
+				return nil, usageErr("--ep-lib", "unknown library %q (want %s or both)", part, strings.Join(backendNames(), ", "))
+			}
+			if seen[n] {
+				return nil, usageErr("--ep-lib", "%s is listed twice", n)
+			}
+			seen[n] = true
+			libs = append(libs, n)
+		}
+	}
+	return libs, nil
+}
+
+// parseNodes reads --nodes: host names separated by spaces.
+func parseNodes(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		if s != "" {
+			return nil, usageErr("--nodes", "names no host")
+		}
+		return nil, nil
+	}
+	if strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && (r < '!' || r > '~') }) {
+		return nil, usageErr("--nodes", "must be host names or IPs separated by spaces, got %q", s)
+	}
+	hosts := strings.Fields(s)
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		if len(h) > maxHostLen || !hostPattern.MatchString(h) {
+			return nil, usageErr("--nodes", "%q is not a host name or IP", h)
+		}
+		if seen[h] {
+			return nil, usageErr("--nodes", "%s is listed twice", h)
+		}
+		seen[h] = true
+	}
+	return hosts, nil
+}
+
+// checkProblem applies the rules every backend shares; each backend adds
+// its own limits in Check.
+func checkProblem(p *Problem, ranks int) error {
+	if p.TopK > p.Experts {
+		return usageErr("--num-topk", "must not exceed --num-experts, got %d > %d", p.TopK, p.Experts)
+	}
+	if p.Experts%ranks != 0 {
+		return usageErr("--num-experts", "must be divisible by the number of ranks, got %d experts over %d ranks", p.Experts, ranks)
+	}
+	return nil
+}
+
+// checkWords refuses control characters in pass-through arguments, which
+// only a mistake puts there.
+func checkWords(flag string, words []string) error {
+	for _, w := range words {
+		if strings.ContainsFunc(w, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return usageErr(flag, "%q holds a control character", w)
+		}
+	}
+	return nil
+}
+
+// resolveHPCX finds HPC-X: a directory, "none", or "auto": $HPCX_HOME, else
+// the first /opt/hpcx-* in name order that holds ompi/bin/mpirun.
+func resolveHPCX(s string) (string, error) {
+	switch s {
+	case "none":
+		return "", nil
+	case "auto":
+		if home := os.Getenv("HPCX_HOME"); home != "" {
+			if !isHPCX(home) {
+				return "", usageErr("--hpcx", "HPCX_HOME=%s holds no ompi/bin/mpirun; give --hpcx DIR or none", home)
+			}
+			return filepath.Clean(home), nil
+		}
+		dirs, _ := filepath.Glob(hpcxPattern)
+		sort.Strings(dirs)
+		for _, d := range dirs {
+			if isHPCX(d) {
+				return d, nil
+			}
+		}
+		return "", nil
+	case "":
+		return "", usageErr("--hpcx", "must name a directory, auto or none")
+	}
+	if !isHPCX(s) {
+		return "", usageErr("--hpcx", "%s holds no ompi/bin/mpirun", s)
+	}
+	abs, err := filepath.Abs(s)
+	if err != nil {
+		return "", usageErr("--hpcx", "%v", err)
+	}
+	return abs, nil
+}
+
+func isHPCX(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, "ompi", "bin", "mpirun"))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// checkExecutable refuses a program that cannot be started, before anything
+// runs: a path must be an executable file, a bare name must be in PATH.
+func checkExecutable(flag, path string) error {
+	if path == "" {
+		return usageErr(flag, "must name an executable")
+	}
+	if !strings.Contains(path, "/") {
+		if _, err := lookPath(path); err != nil {
+			return usageErr(flag, "%s is not in PATH", path)
+		}
+		return nil
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return usageErr(flag, "%v", err)
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return usageErr(flag, "%s is not an executable file", path)
+	}
+	return nil
+}
