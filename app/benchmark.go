@@ -61,17 +61,37 @@ func benchmark(args []string, opts Options) error {
 	}
 	mpiMs := float64(time.Since(t0).Microseconds()) / 1000
 	err = measure(w, cfg, backend, opts, mpiMs)
-	if err != nil && CodeOf(err) != ExitUsage && CodeOf(err) != ExitValidation {
-		// A failure on one rank leaves the others waiting in a collective.
-		code := ExitRuntime
+	switch code := CodeOf(err); {
+	case err == nil, code == ExitUsage, code == ExitValidation:
+		// Every rank reached the same verdict.
+	case code == ExitTimeout:
+		// Every rank is bounded by the same timeout (the loop's waits).
+		endAfterTimeout(w, cfg.Timeout(), err)
+	default:
+		// A failure on one rank leaves the others waiting for it.
 		var pt bench.PeerTimeout
-		if errors.As(err, &pt) {
+		if errors.As(err, &pt) && pt.PeerTimeout() {
 			code = ExitTimeout
 		}
 		abortMPI(w, code, err)
 	}
 	stopMPI(w)
 	return err
+}
+
+// loopError gives an error of the measurement loop its exit code: a check
+// that failed during the run (3, reached by every rank together), a peer
+// that did not arrive (4), anything else (1).
+func loopError(err error) error {
+	var ve *bench.ValidationError
+	if errors.As(err, &ve) {
+		return &ExitError{Code: ExitValidation, Err: err}
+	}
+	var pt bench.PeerTimeout
+	if errors.As(err, &pt) && pt.PeerTimeout() {
+		return &ExitError{Code: ExitTimeout, Err: err}
+	}
+	return Runtime(err)
 }
 
 // measure is the run on an initialised MPI world; every rank returns the
@@ -111,13 +131,13 @@ func measure(w *World, cfg *config.Config, backend string, opts Options, mpiMs f
 		DispatchBytes: stats.DispatchBytes(sel, cfg.Hidden, dtypeOf(cfg)),
 		CombineBytes:  stats.CombineBytes(sel, cfg.Hidden),
 	}
-	if cfg.Validate {
+	if cfg.Validate || cfg.ValidateEvery > 0 {
 		run.Validate = validate.Validator(shape, cfg)
 	}
 
 	m, err := run.Loop()
 	if err != nil {
-		return Runtime(err)
+		return loopError(err)
 	}
 	sum, per, err := run.Summarize(m)
 	if err != nil {

@@ -3,7 +3,9 @@ package app
 import (
 	"fmt"
 	"os"
+	"time"
 
+	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/mpi"
 )
 
@@ -48,6 +50,34 @@ func stopMPI(w *World) {
 	if mpi.Initialized() && !mpi.Finalized() {
 		_ = mpi.Finalize()
 	}
+}
+
+// endAfterTimeout ends this rank after a peer did not arrive in time, with
+// exit code 4 and one line naming the missing ranks and the phase. The ranks
+// that are still alive time out within about timeout + bench.ReleaseGrace of
+// each other; each prints its line, then they wait for each other, bounded,
+// so that no rank's exit cuts another's line off. When all of them arrive,
+// MPI ends normally; otherwise MPI_Abort ends the job. It does not return.
+func endAfterTimeout(w *World, timeout time.Duration, err error) {
+	if w.Size > 1 {
+		err = fmt.Errorf("rank %d: %w", w.Rank, err)
+	}
+	Report(os.Stderr, err)
+	if w.Size > 1 && !allArrive(w, timeout+2*bench.ReleaseGrace) {
+		mpi.Abort(ExitTimeout)
+	}
+	stopMPI(w)
+	os.Exit(ExitTimeout)
+}
+
+// allArrive is a barrier over every rank that gives up after wait.
+func allArrive(w *World, wait time.Duration) bool {
+	r, err := w.Comm.Ibarrier()
+	if err != nil {
+		return false
+	}
+	pending, err := (&mpi.Poller{}).Wait([]*mpi.Request{r}, time.Now().Add(wait))
+	return err == nil && len(pending) == 0
 }
 
 // abortMPI ends the whole job from one rank, for errors the other ranks may

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/mpi"
@@ -51,6 +52,12 @@ type Run struct {
 
 	Validate Validator // with -V
 
+	barrier                   *Barrier // bounded by --timeout-ms
+	hostBarrier               *Barrier // after host work of uneven length
+	kernel                    kernelWindows
+	gcPercent                 int
+	skipDispatch, skipCombine bool // --fault on this rank
+
 	// Selections, DispatchBytes and CombineBytes are this rank's byte
 	// accounting for routing 0 (ep_bench's).
 	Selections                  int
@@ -73,9 +80,14 @@ type PeerTimeout interface {
 }
 
 // Loop runs ep_bench's paired loop on this rank: warm-up pairs, then per
-// iteration: mark, dispatch, mark, sync, mark, combine, mark, sync, MPI
-// barrier. Syncs and barriers lie outside the marks. Nothing in the timed
-// loop allocates, and the garbage collector is off while it runs.
+// iteration: mark, dispatch, mark, sync, mark, combine, mark, sync, barrier.
+// Syncs and barriers lie outside the marks. Every barrier is bounded by
+// --timeout-ms (those after host work of uneven length, such as checking
+// outputs, by at least HostWorkTimeout) and names the ranks that did not
+// arrive (*TimeoutError).
+// Nothing in the timed loop allocates, and the garbage collector is off
+// while it runs, except around the --validate-every checks, which lie
+// outside the timed samples and the kernel timing windows.
 func (r *Run) Loop() (*Measurement, error) {
 	cfg := r.Cfg
 	m := &Measurement{
@@ -83,23 +95,41 @@ func (r *Run) Loop() (*Measurement, error) {
 		CombineUs:  make([]float64, cfg.Iters),
 		TotalUs:    make([]float64, cfg.Iters),
 	}
+	rank := r.Comm.Rank()
+	r.skipDispatch = cfg.Fault.Skips(config.FaultDispatch, rank)
+	r.skipCombine = cfg.Fault.Skips(config.FaultCombine, rank)
+	out, err := r.loop(m)
+	if err != nil && (r.skipDispatch || r.skipCombine) {
+		// What went wrong here follows from the injected fault.
+		err = fmt.Errorf("%w; this rank skipped its %s (--fault %s)", err, cfg.Fault.Op, cfg.Fault)
+	}
+	return out, err
+}
+
+func (r *Run) loop(m *Measurement) (*Measurement, error) {
+	cfg := r.Cfg
 	routings := max(cfg.Reroute, 1)
-	if err := r.Comm.Barrier(); err != nil {
-		return nil, fmt.Errorf("barrier before warm-up: %w", err)
+	timeout := cfg.Timeout()
+	if timeout <= 0 { // a Config built in code without --timeout-ms
+		timeout = config.Default().Timeout()
+	}
+	r.barrier = NewBarrier(r.Comm, timeout)
+	r.hostBarrier = NewBarrier(r.Comm, max(timeout, HostWorkTimeout))
+	if err := r.hostBarrier.Wait("barrier before the warm-up"); err != nil {
+		return nil, err
 	}
 	for i := 0; i < cfg.Warmup; i++ {
 		if err := r.pair(i % routings); err != nil {
 			return nil, fmt.Errorf("warm-up iteration %d: %w", i, err)
 		}
-		if err := r.Comm.Barrier(); err != nil {
-			return nil, fmt.Errorf("warm-up barrier: %w", err)
+		if err := r.barrier.Wait("barrier after the pair"); err != nil {
+			return nil, fmt.Errorf("warm-up iteration %d: %w", i, err)
 		}
 	}
 
-	if r.Kernel != nil {
-		if err := r.Kernel.Start(); err != nil {
-			return nil, fmt.Errorf("starting kernel timing: %w", err)
-		}
+	r.kernel = kernelWindows{timer: r.Kernel}
+	if err := r.kernel.start(); err != nil {
+		return nil, fmt.Errorf("starting kernel timing: %w", err)
 	}
 	if r.BeforeTimed != nil {
 		if err := r.BeforeTimed(); err != nil {
@@ -107,19 +137,19 @@ func (r *Run) Loop() (*Measurement, error) {
 		}
 	}
 	runtime.GC()
-	gc := debug.SetGCPercent(-1)
+	r.gcPercent = debug.SetGCPercent(-1)
 	err := r.timed(m, routings)
-	debug.SetGCPercent(gc)
+	debug.SetGCPercent(r.gcPercent)
 	if r.AfterTimed != nil {
 		if aerr := r.AfterTimed(); err == nil {
 			err = aerr
 		}
 	}
-	if r.Kernel != nil {
-		d, c, kerr := r.Kernel.Stop(cfg.Iters, cfg.Iters)
-		if err == nil && kerr == nil {
+	r.kernel.stop()
+	if err == nil {
+		if d, c, kerr := r.kernel.result(cfg.Iters); kerr == nil {
 			m.KernelDispatchUs, m.KernelCombineUs, m.KernelOK = d, c, true
-		} else if kerr != nil {
+		} else if r.Kernel != nil {
 			r.KernelNote = "kernel timing unusable: " + kerr.Error()
 		}
 	}
@@ -134,6 +164,11 @@ func (r *Run) Loop() (*Measurement, error) {
 		}
 		m.Check = c
 	}
+	// The reductions that follow are blocking collectives: enter them only
+	// once every rank is known to be here.
+	if err := r.hostBarrier.Wait("barrier before the reductions"); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -144,26 +179,30 @@ func (r *Run) timed(m *Measurement, routings int) error {
 		if err := b.Mark(0); err != nil {
 			return err
 		}
-		if err := b.Dispatch(j); err != nil {
-			return fmt.Errorf("dispatch: %w", err)
+		if !r.skipDispatch {
+			if err := b.Dispatch(j); err != nil {
+				return fmt.Errorf("timed iteration %d: dispatch: %w", i, err)
+			}
 		}
 		if err := b.Mark(1); err != nil {
 			return err
 		}
 		if err := b.Sync(); err != nil {
-			return fmt.Errorf("iteration %d: %w", i, err)
+			return fmt.Errorf("timed iteration %d: dispatch: %w", i, err)
 		}
 		if err := b.Mark(2); err != nil {
 			return err
 		}
-		if err := b.Combine(j); err != nil {
-			return fmt.Errorf("combine: %w", err)
+		if !r.skipDispatch && !r.skipCombine {
+			if err := b.Combine(j); err != nil {
+				return fmt.Errorf("timed iteration %d: combine: %w", i, err)
+			}
 		}
 		if err := b.Mark(3); err != nil {
 			return err
 		}
 		if err := b.Sync(); err != nil {
-			return fmt.Errorf("iteration %d: %w", i, err)
+			return fmt.Errorf("timed iteration %d: combine: %w", i, err)
 		}
 		var err error
 		if m.DispatchUs[i], err = b.ElapsedUs(0, 1); err != nil {
@@ -175,25 +214,172 @@ func (r *Run) timed(m *Measurement, routings int) error {
 		if m.TotalUs[i], err = b.ElapsedUs(0, 3); err != nil {
 			return err
 		}
-		if err := r.Comm.Barrier(); err != nil {
-			return fmt.Errorf("barrier: %w", err)
+		if err := r.barrier.Wait("barrier after the pair"); err != nil {
+			return fmt.Errorf("timed iteration %d: %w", i, err)
+		}
+		r.kernel.pairs++
+		if n := r.Cfg.ValidateEvery; n > 0 && (i+1)%n == 0 {
+			if err := r.soakCheck(j, i+1, i+1 < r.Cfg.Iters); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
+// ValidationError is a check that failed during the timed loop
+// (--validate-every); every rank returns one, naming the same ranks.
+type ValidationError struct {
+	After  int    // timed iterations done before the check
+	Ranks  []int  // the ranks whose outputs were wrong
+	Detail string // this rank's first failure; empty where it passed
+}
+
+func (e *ValidationError) Error() string {
+	who := make([]string, len(e.Ranks))
+	for i, r := range e.Ranks {
+		who[i] = fmt.Sprint(r)
+	}
+	noun := "rank"
+	if len(e.Ranks) != 1 {
+		noun = "ranks"
+	}
+	msg := fmt.Sprintf("validation after %d timed iterations failed on %s %s", e.After, noun, strings.Join(who, ", "))
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// soakCheck validates one pair of routing j between timed iterations
+// (--validate-every): outside the marks and the kernel timing windows, with
+// the garbage collector on (the outputs are copied to the host). The verdict
+// is agreed on across ranks before anyone acts on it, so all stop together.
+func (r *Run) soakCheck(j, after int, more bool) error {
+	if r.Validate == nil {
+		return errors.New("--validate-every: the backend has no validator")
+	}
+	r.kernel.stop()
+	debug.SetGCPercent(r.gcPercent)
+	c, err := r.checkPair(j)
+	if err != nil {
+		return fmt.Errorf("validation after %d timed iterations: %w", after, err)
+	}
+	runtime.GC()
+	debug.SetGCPercent(-1)
+	// Agreeing is a barrier too: the ranks leave it together for the next
+	// timed pair.
+	failed, err := r.hostBarrier.Agree("agreeing on the validation", c.DispatchOK && c.CombineOK)
+	if err != nil {
+		return fmt.Errorf("validation after %d timed iterations: %w", after, err)
+	}
+	if len(failed) > 0 {
+		return &ValidationError{After: after, Ranks: append([]int(nil), failed...), Detail: c.Detail}
+	}
+	if more {
+		r.kernel.start() // a failure leaves the kernel timing unusable, not the run
+	}
+	return nil
+}
+
+// checkPair runs one dispatch/combine pair of routing j on poisoned outputs
+// and checks this rank's outputs.
+func (r *Run) checkPair(j int) (Check, error) {
+	if err := r.Backend.Poison(); err != nil {
+		return Check{}, fmt.Errorf("poisoning outputs: %w", err)
+	}
+	// Peers write into this rank's outputs: poisoned everywhere first. The
+	// ranks come from checking outputs, which takes each its own time.
+	if err := r.hostBarrier.Wait("barrier before a validated pair"); err != nil {
+		return Check{}, err
+	}
+	if err := r.pair(j); err != nil {
+		return Check{}, fmt.Errorf("validated pair: %w", err)
+	}
+	if err := r.barrier.Wait("barrier after a validated pair"); err != nil {
+		return Check{}, err
+	}
+	out, err := r.Backend.Outputs()
+	if err != nil {
+		return Check{}, fmt.Errorf("reading outputs: %w", err)
+	}
+	return r.Validate(out, j)
+}
+
+// pair runs dispatch, sync, combine, sync of routing j. A rank told to skip
+// its dispatch (--fault) skips the combine too: it has nothing to combine.
 func (r *Run) pair(j int) error {
 	b := r.Backend
-	if err := b.Dispatch(j); err != nil {
-		return fmt.Errorf("dispatch: %w", err)
+	if !r.skipDispatch {
+		if err := b.Dispatch(j); err != nil {
+			return fmt.Errorf("dispatch: %w", err)
+		}
 	}
 	if err := b.Sync(); err != nil {
-		return err
+		return fmt.Errorf("dispatch: %w", err)
 	}
-	if err := b.Combine(j); err != nil {
+	if !r.skipDispatch && !r.skipCombine {
+		if err := b.Combine(j); err != nil {
+			return fmt.Errorf("combine: %w", err)
+		}
+	}
+	if err := b.Sync(); err != nil {
 		return fmt.Errorf("combine: %w", err)
 	}
-	return b.Sync()
+	return nil
+}
+
+// kernelWindows runs the kernel timer over the timed pairs only: it is
+// stopped around each --validate-every check, and the windows' averages are
+// combined weighted by their pairs.
+type kernelWindows struct {
+	timer      KernelTimer
+	on         bool
+	pairs      int     // timed pairs in the open window
+	done       int     // timed pairs in the closed windows
+	dSum, cSum float64 // µs × pairs over the closed windows
+	err        error
+}
+
+func (w *kernelWindows) start() error {
+	if w.timer == nil || w.err != nil {
+		return nil
+	}
+	if err := w.timer.Start(); err != nil {
+		w.err = err
+		return err
+	}
+	w.on, w.pairs = true, 0
+	return nil
+}
+
+// stop closes the open window; the device must be synchronized.
+func (w *kernelWindows) stop() {
+	if !w.on {
+		return
+	}
+	w.on = false
+	d, c, err := w.timer.Stop(w.pairs, w.pairs)
+	if err != nil {
+		w.err = err
+		return
+	}
+	w.dSum += d * float64(w.pairs)
+	w.cSum += c * float64(w.pairs)
+	w.done += w.pairs
+}
+
+// result is the average over every window, which must cover iters pairs.
+func (w *kernelWindows) result(iters int) (dispatchUs, combineUs float64, err error) {
+	switch {
+	case w.timer == nil:
+		return 0, 0, errors.New("no kernel timer")
+	case w.err != nil:
+		return 0, 0, w.err
+	case w.done != iters || iters == 0:
+		return 0, 0, fmt.Errorf("kernel timing covered %d of %d timed pairs", w.done, iters)
+	}
+	return w.dSum / float64(iters), w.cSum / float64(iters), nil
 }
 
 // validate runs at least two consecutive pairs (both signal parities), each
@@ -205,23 +391,7 @@ func (r *Run) validate(routings int) (*Check, error) {
 	all := &Check{DispatchOK: true, CombineOK: true}
 	for p := 0; p < max(2, routings); p++ {
 		j := p % routings
-		if err := r.Backend.Poison(); err != nil {
-			return nil, fmt.Errorf("poisoning outputs: %w", err)
-		}
-		if err := r.Comm.Barrier(); err != nil {
-			return nil, err
-		}
-		if err := r.pair(j); err != nil {
-			return nil, fmt.Errorf("validation pair %d: %w", p, err)
-		}
-		if err := r.Comm.Barrier(); err != nil {
-			return nil, err
-		}
-		out, err := r.Backend.Outputs()
-		if err != nil {
-			return nil, fmt.Errorf("reading outputs: %w", err)
-		}
-		c, err := r.Validate(out, j)
+		c, err := r.checkPair(j)
 		if err != nil {
 			return nil, err
 		}

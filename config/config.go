@@ -63,6 +63,7 @@ type Config struct {
 	Seed          uint32 // routing seed; rank r draws from Seed+r
 	Reroute       int    // distinct routing draws cycled through; 1 = fixed routing
 	TimeoutMs     int    // how long a spin-wait or barrier waits for a peer
+	Fault         Fault  // injected fault (--fault), for testing peer-failure handling
 
 	JSONPath    string // write the result as JSON here as well
 	Backend     string // BackendAuto, BackendCUDA or BackendCPU
@@ -179,6 +180,19 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool) {
 		func() string { return c.Backend },
 		func(s string) (err error) { c.Backend, err = parseBackend(s); return err })
 	bindPath(fs, &c.PTXDir, "ptx-dir", "directory", "development: load kernel PTX from `DIR`")
+	fs.VarP(&value{
+		kind: "fault",
+		get:  func() string { return c.Fault.String() },
+		set: func(s string) error {
+			if c.Fault.Op != "" {
+				return fmt.Errorf("given more than once (one fault per run)")
+			}
+			f, err := parseFault(s)
+			c.Fault = f
+			return err
+		},
+	}, "fault", "", "testing: `skip-dispatch=RANK` or skip-combine=RANK: that rank skips the operation, "+
+		"the others must report it within --timeout-ms (exit 4)")
 	bindBool(fs, help, "help", "h", false, "print this help and exit")
 	bindBool(fs, &c.ShowVersion, "version", "", false, "print the version and exit")
 }
@@ -275,6 +289,9 @@ func (c *Config) check(source map[string]string) error {
 		return usageErr(label("num-topk"),
 			fmt.Sprintf("must not exceed %s, got %d > %d", label("num-experts"), c.TopK, c.Experts))
 	}
+	if err := c.Fault.check(); err != nil {
+		return usageErr("--fault", err.Error())
+	}
 	if (c.Validate || c.ValidateEvery > 0) && c.Hidden < MinValidateHidden {
 		flag := "--validate"
 		if !c.Validate {
@@ -287,7 +304,13 @@ func (c *Config) check(source map[string]string) error {
 
 // CheckRanks reports whether the configuration can run on ranks processes.
 func (c *Config) CheckRanks(ranks int) error {
-	return checkRanks(ranks, "ranks", c.Experts, "--num-experts")
+	if err := checkRanks(ranks, "ranks", c.Experts, "--num-experts"); err != nil {
+		return err
+	}
+	if c.Fault.Op != "" && c.Fault.Rank >= ranks {
+		return usageErr("--fault", fmt.Sprintf("rank %d does not exist in a job of %d ranks", c.Fault.Rank, ranks))
+	}
+	return nil
 }
 
 func checkRanks(ranks int, ranksLabel string, experts int, expertsLabel string) error {
@@ -368,6 +391,9 @@ func (c *Config) Args() []string {
 	}
 	if c.PTXDir != "" {
 		out = append(out, "--ptx-dir="+c.PTXDir)
+	}
+	if c.Fault.Op != "" {
+		out = append(out, "--fault="+c.Fault.String())
 	}
 	if c.ShowVersion {
 		out = append(out, "--version")

@@ -119,6 +119,15 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"-V=maybe"}, nil, `--validate: must be true or false, got "maybe"`},
 		{[]string{"--no-kernel-timing=2"}, nil, `--no-kernel-timing: must be true or false, got "2"`},
 
+		// fault injection
+		{[]string{"--fault", "skip-dispatch"}, nil, `--fault: unknown value "skip-dispatch" (want skip-dispatch=RANK or skip-combine=RANK)`},
+		{[]string{"--fault=skip-x=1"}, nil, `--fault: unknown value "skip-x=1" (want skip-dispatch=RANK or skip-combine=RANK)`},
+		{[]string{"--fault="}, nil, `--fault: unknown value "" (want skip-dispatch=RANK or skip-combine=RANK)`},
+		{[]string{"--fault", "skip-dispatch=-1"}, nil, `--fault: "skip-dispatch=-1": RANK must be an integer in [0, 256)`},
+		{[]string{"--fault", "skip-combine=a"}, nil, `--fault: "skip-combine=a": RANK must be an integer in [0, 256)`},
+		{[]string{"--fault", "skip-combine=256"}, nil, `--fault: "skip-combine=256": RANK must be an integer in [0, 256)`},
+		{[]string{"--fault", "skip-combine=1", "--fault", "skip-dispatch=2"}, nil, `--fault: given more than once (one fault per run)`},
+
 		// flags and arguments that do not belong
 		{[]string{"--bogus"}, nil, `--bogus: unknown flag`},
 		{[]string{"--bogus=1", "-t", "4"}, nil, `--bogus: unknown flag`},
@@ -305,7 +314,7 @@ func TestHelp(t *testing.T) {
 			contains(t, u, "-"+f.Shorthand+", --"+f.Name)
 		}
 	})
-	equal(t, 24, n)
+	equal(t, 25, n)
 	for alias, canonical := range aliases {
 		contains(t, u, "--"+alias, "alias of --%s", canonical)
 	}
@@ -493,3 +502,23 @@ func TestEnumStrings(t *testing.T) {
 }
 
 type pflagFlag = pflag.Flag
+
+func TestFault(t *testing.T) {
+	c, err := Parse([]string{"--fault", "skip-combine=3"}, nil)
+	noErr(t, err)
+	equal(t, Fault{Op: FaultCombine, Rank: 3}, c.Fault)
+	equal(t, true, c.Fault.Skips(FaultCombine, 3))
+	equal(t, false, c.Fault.Skips(FaultDispatch, 3))
+	equal(t, false, c.Fault.Skips(FaultCombine, 2))
+	equal(t, false, Default().Fault.Skips(FaultDispatch, 0), "no fault by default")
+	noErr(t, c.CheckRanks(4))
+	errText(t, c.CheckRanks(2), "--fault: rank 3 does not exist in a job of 2 ranks")
+	back, err := Parse(c.Args(), hostileEnv)
+	noErr(t, err)
+	equal(t, c, back, "Args round trip")
+
+	c.Fault = Fault{Op: "restart", Rank: 1}
+	errText(t, c.Check(), `--fault: unknown operation "restart" (want dispatch or combine)`)
+	c.Fault = Fault{Op: FaultDispatch, Rank: -1}
+	errText(t, c.Check(), "--fault: rank -1 is outside [0, 256)")
+}

@@ -12,11 +12,36 @@ import (
 )
 
 // Exchanger is the part of a communicator the backend uses; *mpi.Comm
-// implements it. Alltoallv counts and displacements are in bytes.
+// implements it. Counts and displacements are in bytes.
 type Exchanger interface {
 	Rank() int
 	Size() int
-	Alltoallv(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int) error
+	// AlltoallvDeadline exchanges with every rank, giving up at deadline and
+	// naming the ranks whose messages did not arrive.
+	AlltoallvDeadline(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int,
+		tag int, deadline time.Time) (missing []int, err error)
+}
+
+// Message tags of the three exchanges, distinct so that a message of one
+// can never be taken for another's.
+const (
+	tagCounts   = 101
+	tagDispatch = 102
+	tagCombine  = 103
+)
+
+// exchange is one Alltoallv bounded by the timeout (--timeout-ms). Peers
+// that do not take part in time make a *bench.TimeoutError naming them; the
+// phase names the exchange, e.g. "cpuref dispatch counts exchange".
+func (b *Backend) exchange(phase string, tag int, send []byte, sc, sd []int, recv []byte, rc, rd []int) error {
+	missing, err := b.comm.AlltoallvDeadline(send, sc, sd, recv, rc, rd, tag, time.Now().Add(b.timeout))
+	if len(missing) > 0 {
+		return &bench.TimeoutError{Phase: phase, Ranks: missing, After: b.timeout}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", phase, err)
+	}
+	return nil
 }
 
 // ErrClosed is returned by every operation after Close.
@@ -44,14 +69,15 @@ const (
 // rank. It is not safe for concurrent use; all calls must come from the
 // goroutine that makes this rank's MPI calls.
 type Backend struct {
-	comm  Exchanger
-	shape bench.Shape
-	rank  int
-	R, T  int
-	H, K  int
-	E, L  int
-	dtype config.DispatchDtype
-	mode  config.CombineMode
+	comm    Exchanger
+	timeout time.Duration // bound of every exchange (--timeout-ms)
+	shape   bench.Shape
+	rank    int
+	R, T    int
+	H, K    int
+	E, L    int
+	dtype   config.DispatchDtype
+	mode    config.CombineMode
 
 	// Inputs: the token rows and weights are the same for every routing.
 	x       []uint16  // [T, H]
@@ -128,6 +154,10 @@ func New(comm Exchanger, shape bench.Shape, cfg *config.Config) (*Backend, error
 		return nil, fmt.Errorf("cpuref: unsupported combine mode %v", cfg.CombineMode)
 	}
 	reroute := max(cfg.Reroute, 1)
+	timeout := cfg.Timeout()
+	if timeout <= 0 { // a Config built in code without --timeout-ms
+		timeout = config.Default().Timeout()
+	}
 	if reroute > config.MaxIters {
 		return nil, fmt.Errorf("cpuref: %d routings exceed %d", reroute, config.MaxIters)
 	}
@@ -135,7 +165,7 @@ func New(comm Exchanger, shape bench.Shape, cfg *config.Config) (*Backend, error
 	b := &Backend{
 		comm: comm, shape: shape, rank: shape.Rank,
 		R: shape.Ranks, T: shape.Tokens, H: shape.Hidden, K: shape.TopK, E: shape.Experts, L: shape.LocalExperts(),
-		dtype: cfg.DispatchDtype, mode: cfg.CombineMode, dispatched: -1,
+		dtype: cfg.DispatchDtype, mode: cfg.CombineMode, dispatched: -1, timeout: timeout,
 	}
 	var err error
 	if b.x, err = routing.TokenRows(b.rank, b.T, b.H); err != nil {

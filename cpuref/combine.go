@@ -56,8 +56,8 @@ func (b *Backend) Combine(j int) error {
 		b.recvDispls[q] = off
 		off += b.recvCounts[q]
 	}
-	if err := b.comm.Alltoallv(b.combSend, b.sendCounts, b.sendDispls, b.combRecv, b.recvCounts, b.recvDispls); err != nil {
-		return fmt.Errorf("cpuref: combine: %w", err)
+	if err := b.exchange("cpuref combine exchange", tagCombine, b.combSend, b.sendCounts, b.sendDispls, b.combRecv, b.recvCounts, b.recvDispls); err != nil {
+		return err
 	}
 	b.reduce(idx)
 	return nil

@@ -27,7 +27,7 @@ var le = binary.LittleEndian
 // of its selected experts, and lays out what arrives here expert-major:
 // inside each local expert, source ranks ascending, tokens ascending. It
 // exchanges the per-peer message counts first, then the messages, with two
-// Alltoallv calls.
+// bounded Alltoallv exchanges.
 func (b *Backend) Dispatch(j int) error {
 	if err := b.checkRouting(j); err != nil {
 		return err
@@ -73,8 +73,8 @@ func (b *Backend) Dispatch(j int) error {
 		}
 	}
 
-	if err := b.comm.Alltoallv(b.cntSend, b.four, b.fourDispls, b.cntRecv, b.four, b.fourDispls); err != nil {
-		return fmt.Errorf("cpuref: dispatch counts: %w", err)
+	if err := b.exchange("cpuref dispatch counts exchange", tagCounts, b.cntSend, b.four, b.fourDispls, b.cntRecv, b.four, b.fourDispls); err != nil {
+		return err
 	}
 	off = 0
 	for s := range b.recvCounts {
@@ -86,8 +86,8 @@ func (b *Backend) Dispatch(j int) error {
 		b.recvCounts[s], b.recvDispls[s] = n*b.msg, off
 		off += n * b.msg
 	}
-	if err := b.comm.Alltoallv(b.dispSend, b.sendCounts, b.sendDispls, b.dispRecv, b.recvCounts, b.recvDispls); err != nil {
-		return fmt.Errorf("cpuref: dispatch: %w", err)
+	if err := b.exchange("cpuref dispatch exchange", tagDispatch, b.dispSend, b.sendCounts, b.sendDispls, b.dispRecv, b.recvCounts, b.recvDispls); err != nil {
+		return err
 	}
 	if err := b.layOut(); err != nil {
 		return err

@@ -1,6 +1,7 @@
 // Package cpuref is the CPU reference backend: the low-latency dispatch and
 // combine of docs/DESIGN.md on host memory, one MPI rank per process, tokens
-// exchanged with MPI_Alltoallv. It is the executable specification the GPU
+// exchanged with an Alltoallv of point-to-point messages bounded by
+// --timeout-ms. It is the executable specification the GPU
 // kernels are held to, and a way to run the benchmark without a GPU.
 //
 // # Inputs
@@ -40,10 +41,10 @@
 //
 // Dispatch and Combine run to completion before they return; Sync does
 // nothing. Mark reads the monotonic wall clock and ElapsedUs gives
-// microseconds. Every buffer is allocated by New: Dispatch and Combine
-// allocate nothing themselves (mpi.Comm.Alltoallv allocates its small
-// argument arrays on each call). Waits for peers are MPI collectives, which
-// --timeout-ms does not bound.
+// microseconds. Every buffer is allocated by New, and the exchanges reuse
+// their MPI requests: Dispatch and Combine allocate nothing in a steady
+// loop. Every wait for a peer is bounded by --timeout-ms; peers that do not
+// take part in time make a *bench.TimeoutError that names them.
 //
 // Outputs returns copies. Poison writes bf16 0x7FC1, E4M3 0x7F and float32
 // NaN into the data outputs and -1 into recv_count, src_info and

@@ -1,6 +1,9 @@
 package cpuref
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // loopback is a one-rank communicator that copies without allocating.
 type loopback struct{}
@@ -51,4 +54,29 @@ func (c *chanComm) Alltoallv(send []byte, sc, sd []int, recv []byte, rc, rd []in
 		copy(recv[rd[s]:], block)
 	}
 	return nil
+}
+
+func (l loopback) AlltoallvDeadline(send []byte, sc, sd []int, recv []byte, rc, rd []int, _ int, _ time.Time) ([]int, error) {
+	return nil, l.Alltoallv(send, sc, sd, recv, rc, rd)
+}
+
+// AlltoallvDeadline ignores the tag (the goroutine ranks never skip an
+// exchange) and reports the ranks whose block did not come by the deadline.
+func (c *chanComm) AlltoallvDeadline(send []byte, sc, sd []int, recv []byte, rc, rd []int, _ int, deadline time.Time) ([]int, error) {
+	for q := range c.links {
+		c.links[c.rank][q] <- append([]byte(nil), send[sd[q]:sd[q]+sc[q]]...)
+	}
+	var missing []int
+	for s := range c.links {
+		select {
+		case block := <-c.links[s][c.rank]:
+			if len(block) != rc[s] {
+				return nil, fmt.Errorf("rank %d: %d bytes from rank %d, expected %d", c.rank, len(block), s, rc[s])
+			}
+			copy(recv[rd[s]:], block)
+		case <-time.After(time.Until(deadline)):
+			missing = append(missing, s)
+		}
+	}
+	return missing, nil
 }

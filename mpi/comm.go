@@ -18,6 +18,8 @@ type Comm struct {
 	size  int
 	world bool
 	freed bool
+
+	exchange *Exchange // AlltoallvDeadline's requests, made on first use
 }
 
 // world is filled in by Init and cleared by Finalize.

@@ -25,6 +25,7 @@ type Request struct {
 	fn   string
 	done bool
 	err  error
+	flag C.int // MPI_Test's flag, kept here so that polling does not allocate
 }
 
 // inflight holds the requests MPI still owns. Only the Init thread touches
@@ -71,31 +72,49 @@ func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) {
 }
 
 func (c *Comm) startP2P(fn string, buf []byte, peer, tag int) (*Request, error) {
-	if err := c.ready(); err != nil {
+	r := &Request{}
+	if err := c.startP2PInto(r, fn, buf, peer, tag); err != nil {
 		return nil, err
+	}
+	return r, nil
+}
+
+// startP2PInto starts a point-to-point message on r, which must not be in
+// flight; reusing r lets loops post messages without allocating.
+func (c *Comm) startP2PInto(r *Request, fn string, buf []byte, peer, tag int) error {
+	if err := c.ready(); err != nil {
+		return err
 	}
 	n, err := cCount(fn, "length", len(buf))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p, err := cRank(fn, "peer rank", peer)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t, err := cRank(fn, "tag", tag)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r := &Request{fn: fn}
+	if _, busy := inflight[r]; busy {
+		return fmt.Errorf("mpi: %s: %w", fn, ErrRequestActive)
+	}
+	r.fn, r.done, r.err = fn, false, nil
 	b := ptr(buf)
 	if b != nil {
 		r.pin.Pin(b)
 	}
 	dt := C.epmpi_datatype(C.EPMPI_BYTE)
 	if fn == "MPI_Isend" {
-		return r.start(C.MPI_Isend(b, n, dt, p, t, c.h, &r.h))
+		_, err = r.start(C.MPI_Isend(b, n, dt, p, t, c.h, &r.h))
+	} else {
+		_, err = r.start(C.MPI_Irecv(b, n, dt, p, t, c.h, &r.h))
 	}
-	return r.start(C.MPI_Irecv(b, n, dt, p, t, c.h, &r.h))
+	if err != nil {
+		r.done, r.err = true, err
+	}
+	return err
 }
 
 // Ibarrier starts a barrier over c; it completes once every rank has

@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/mpi"
+)
+
+// fakeBackend records what the runner asks of it; its outputs say whether
+// the last pair wrote them after a Poison.
+type fakeBackend struct {
+	timer                *fakeTimer
+	dispatches, combines int
+	poisons              int
+	poisoned             bool
+}
+
+func (b *fakeBackend) Name() string { return "fake" }
+func (b *fakeBackend) Dispatch(int) error {
+	b.dispatches++
+	b.timer.launched()
+	b.poisoned = false
+	return nil
+}
+func (b *fakeBackend) Combine(int) error                   { b.combines++; return nil }
+func (b *fakeBackend) Sync() error                         { return nil }
+func (b *fakeBackend) Mark(int) error                      { return nil }
+func (b *fakeBackend) ElapsedUs(int, int) (float64, error) { return 1, nil }
+func (b *fakeBackend) Poison() error                       { b.poisons++; b.poisoned = true; return nil }
+func (b *fakeBackend) Close() error                        { return nil }
+func (b *fakeBackend) Outputs() (*Outputs, error) {
+	out := &Outputs{Out: []uint16{1}}
+	if b.poisoned {
+		out.Out[0] = 0x7FC1
+	}
+	return out, nil
+}
+
+// fakeTimer checks, like the CUPTI collector, that each window's kernel
+// count is the launches the runner says it made.
+type fakeTimer struct {
+	on                bool
+	inWindow, windows int
+	timed             int
+}
+
+func (k *fakeTimer) launched() {
+	if k.on {
+		k.inWindow++
+	}
+}
+func (k *fakeTimer) Start() error { k.on, k.inWindow = true, 0; return nil }
+func (k *fakeTimer) Stop(d, c int) (float64, float64, error) {
+	k.on = false
+	k.windows++
+	if d != k.inWindow || c != k.inWindow {
+		return 0, 0, fmt.Errorf("window of %d launches reported as %d/%d", k.inWindow, d, c)
+	}
+	k.timed += d
+	return 2, 3, nil
+}
+
+func loopConfig(iters, every int) *config.Config {
+	cfg := config.Default()
+	cfg.Warmup, cfg.Iters, cfg.ValidateEvery, cfg.TimeoutMs = 2, iters, every, 20000
+	return cfg
+}
+
+// runLoop runs Loop on every rank with a fake backend; failOn (rank, check)
+// makes that rank's check number check fail.
+func runLoop(cfg *config.Config, failRank, failCheck int) (*Measurement, *fakeBackend, *fakeTimer, error) {
+	var m *Measurement
+	var err error
+	timer := &fakeTimer{}
+	b := &fakeBackend{timer: timer}
+	onMPI(func() {
+		c := mpi.World()
+		checks := 0
+		r := &Run{Cfg: cfg, Comm: c, Backend: b, Kernel: timer,
+			Validate: func(o *Outputs, j int) (Check, error) {
+				checks++
+				if o.Out[0] != 1 {
+					return Check{Detail: fmt.Sprintf("rank %d: outputs still poisoned", c.Rank())}, nil
+				}
+				if c.Rank() == failRank && checks == failCheck {
+					return Check{DispatchOK: false, CombineOK: true, Detail: fmt.Sprintf("rank %d, expert 1 (local 0), row 2: bad", c.Rank())}, nil
+				}
+				return Check{DispatchOK: true, CombineOK: true}, nil
+			}}
+		m, err = r.Loop()
+	})
+	return m, b, timer, err
+}
+
+func TestLoopValidatesEveryN(t *testing.T) {
+	needMPI(t)
+	m, b, timer, err := runLoop(loopConfig(10, 3), -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.DispatchUs) != 10 || !m.KernelOK || m.KernelDispatchUs != 2 || m.KernelCombineUs != 3 {
+		t.Errorf("measurement %+v", m)
+	}
+	// Warm-up, timed pairs, and a validated pair after iterations 3, 6, 9.
+	if b.dispatches != 2+10+3 || b.combines != 2+10+3 || b.poisons != 3 {
+		t.Errorf("%d dispatches, %d combines, %d poisons; want 15, 15, 3", b.dispatches, b.combines, b.poisons)
+	}
+	if timer.timed != 10 || timer.windows != 4 {
+		t.Errorf("kernel timing covered %d pairs in %d windows, want 10 in 4", timer.timed, timer.windows)
+	}
+}
+
+func TestLoopValidationFailureStopsEveryRank(t *testing.T) {
+	needMPI(t)
+	size := 0
+	onMPI(func() { size = mpi.World().Size() })
+	_, b, _, err := runLoop(loopConfig(10, 3), size-1, 2)
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("%v, want a *ValidationError", err)
+	}
+	if ve.After != 6 || !slices.Equal(ve.Ranks, []int{size - 1}) {
+		t.Errorf("%+v, want the check after 6 iterations failing on rank %d", *ve, size-1)
+	}
+	if b.dispatches != 2+6+2 {
+		t.Errorf("%d dispatches, want the loop to stop at the failed check (10)", b.dispatches)
+	}
+	want := fmt.Sprintf("validation after 6 timed iterations failed on rank %d", size-1)
+	if got := err.Error(); got != want && got != want+fmt.Sprintf(": rank %d, expert 1 (local 0), row 2: bad", size-1) {
+		t.Errorf("message %q", got)
+	}
+}
+
+func TestLoopFaultSkipsOperation(t *testing.T) {
+	needMPI(t)
+	rank, size := 0, 0
+	onMPI(func() { rank, size = mpi.World().Rank(), mpi.World().Size() })
+	for _, f := range []config.Fault{{Op: config.FaultCombine, Rank: 0}, {Op: config.FaultDispatch, Rank: size - 1}} {
+		cfg := loopConfig(4, 0)
+		cfg.Fault = f
+		_, b, _, err := runLoop(cfg, -1, 0)
+		if err != nil {
+			t.Fatalf("%v: %v", f, err)
+		}
+		d, c := 6, 6
+		if f.Rank == rank {
+			c = 0
+			if f.Op == config.FaultDispatch {
+				d = 0
+			}
+		}
+		if b.dispatches != d || b.combines != c {
+			t.Errorf("%v on rank %d: %d dispatches, %d combines; want %d, %d", f, rank, b.dispatches, b.combines, d, c)
+		}
+	}
+}
