@@ -60,6 +60,11 @@ type Backend struct {
 	sizes                                               map[uint64]int64
 }
 
+// afterAlloc, when set (by tests), runs once the set-up has allocated its
+// device memory; an error it returns fails the set-up there, to check that
+// failed set-ups release everything.
+var afterAlloc func() error
+
 // Layout of the symmetric allocation.
 type symLayout struct {
 	dispatchSignal, combineSignal, dispatchRecv, combineRecv, total int64
@@ -196,6 +201,11 @@ func (b *Backend) setup(g Gatherer) error {
 	for j := 0; j < cfg.Reroute; j++ {
 		b.idx = append(b.idx, must(int64(T*K*8)))
 		b.w = append(b.w, must(int64(T*K*4)))
+	}
+	if afterAlloc != nil {
+		if err := afterAlloc(); err != nil {
+			return err
+		}
 	}
 	if os.Getenv(TraceEnv) != "" {
 		b.traceD = must(int64(b.grid * kernels.TracePoints * 8))
