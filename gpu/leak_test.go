@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -19,8 +20,12 @@ func (oneRank) AllgatherBytes(b []byte) ([]byte, error) {
 	return append([]byte(nil), b...), nil
 }
 
+// requireGPU locks the test's goroutine to its OS thread (the context is
+// current on one thread, as the executables do in main) and opens GPU 0.
 func requireGPU(t *testing.T) *Device {
 	t.Helper()
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	d, err := Open(0)
 	if err != nil {
 		t.Skipf("no usable GPU: %v", err)
@@ -46,11 +51,11 @@ func usedMiB(t *testing.T, busID string) float64 {
 	return float64(m.Used) / (1 << 20)
 }
 
-// TestSetupTeardownLeavesNoMemory: 100 set-ups and tear-downs in one process
+// TestNoLeakOverSetupTeardownCycles: 100 set-ups and tear-downs in one process
 // (module, stream, events, symmetric and local buffers, the mapped error
 // word), every tenth failing on purpose after its allocations, and some
 // running a validated-size pair, leave the GPU's used memory where it was.
-func TestSetupTeardownLeavesNoMemory(t *testing.T) {
+func TestNoLeakOverSetupTeardownCycles(t *testing.T) {
 	dev := requireGPU(t)
 	defer dev.Close()
 	shape := bench.Shape{Ranks: 1, Rank: 0, Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256}
