@@ -11,9 +11,7 @@ import (
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/cpuref"
 	"github.com/epbench/epbench/report"
-	"github.com/epbench/epbench/routing"
 	"github.com/epbench/epbench/stats"
-	"github.com/epbench/epbench/validate"
 )
 
 // Platform is one rank's backend with what surrounds it: kernel timing, the
@@ -41,17 +39,9 @@ func benchmark(args []string, opts Options) error {
 	if done || err != nil {
 		return err
 	}
-	backend := cfg.Backend
-	if backend == config.BackendAuto {
-		backend = config.BackendCPU
-		if opts.CUDA != nil || gpuCount() > 0 {
-			backend = config.BackendCUDA
-		}
-	}
-	if backend == config.BackendCUDA {
-		if opts.CUDA == nil {
-			return handOver(args)
-		}
+	backend, err := chooseBackend(cfg, opts, args)
+	if err != nil {
+		return err
 	}
 
 	t0 := time.Now()
@@ -60,15 +50,36 @@ func benchmark(args []string, opts Options) error {
 		return err
 	}
 	mpiMs := float64(time.Since(t0).Microseconds()) / 1000
-	err = measure(w, cfg, backend, opts, mpiMs)
+	return finishMPI(w, cfg.Timeout(), measure(w, cfg, backend, opts, mpiMs))
+}
+
+// chooseBackend resolves --backend auto (cuda where a GPU is usable) and, for
+// cuda in bin/epbench, hands the process over to the CUDA executable with
+// argv (it returns only if that fails).
+func chooseBackend(cfg *config.Config, opts Options, argv []string) (string, error) {
+	backend := cfg.Backend
+	if backend == config.BackendAuto {
+		backend = config.BackendCPU
+		if opts.CUDA != nil || gpuCount() > 0 {
+			backend = config.BackendCUDA
+		}
+	}
+	if backend == config.BackendCUDA && opts.CUDA == nil {
+		return "", handOver(argv)
+	}
+	return backend, nil
+}
+
+// finishMPI ends MPI after a run that returned err, by the exit policy:
+// verdicts every rank reached together end normally; timeouts wait for the
+// other ranks to time out too; anything else aborts the job, since the other
+// ranks may be waiting for this one.
+func finishMPI(w *World, timeout time.Duration, err error) error {
 	switch code := CodeOf(err); {
 	case err == nil, code == ExitUsage, code == ExitValidation:
-		// Every rank reached the same verdict.
 	case code == ExitTimeout:
-		// Every rank is bounded by the same timeout (the loop's waits).
-		endAfterTimeout(w, cfg.Timeout(), err)
+		endAfterTimeout(w, timeout, err)
 	default:
-		// A failure on one rank leaves the others waiting for it.
 		var pt bench.PeerTimeout
 		if errors.As(err, &pt) && pt.PeerTimeout() {
 			code = ExitTimeout
@@ -100,55 +111,19 @@ func measure(w *World, cfg *config.Config, backend string, opts Options, mpiMs f
 	if err := cfg.CheckRanks(w.Size); err != nil {
 		return Usage(err)
 	}
-	shape := bench.ShapeOf(cfg, w.Rank, w.Size)
-
 	t0 := time.Now()
-	var plat *Platform
-	var err error
-	if backend == config.BackendCUDA {
-		plat, err = opts.CUDA.Platform(w, cfg)
-	} else {
-		var b bench.Backend
-		b, err = cpuref.New(w.Comm, shape, cfg)
-		plat = &Platform{Backend: b, KernelNote: report.NoteCPUBackend}
-	}
+	plat, err := openPlatform(w, cfg, backend, opts)
 	if err != nil {
 		return Runtime(err)
 	}
 	defer plat.Backend.Close()
 	setupMs := float64(time.Since(t0).Microseconds()) / 1000
 
-	idx0, err := routing.TopK(cfg.Tokens, cfg.Experts, cfg.TopK, routing.GenSeed(cfg.Seed, w.Rank, w.Size, 0))
+	res, failed, err := measurePoint(w, cfg, backend, plat)
 	if err != nil {
-		return Runtime(err)
+		return err
 	}
-	sel := stats.Selections(idx0)
-	run := &bench.Run{
-		Cfg: cfg, Comm: w.Comm, Backend: plat.Backend,
-		Kernel: plat.Kernel, KernelNote: plat.KernelNote,
-		BeforeTimed: plat.BeforeTimed, AfterTimed: plat.AfterTimed,
-		Selections:    sel,
-		DispatchBytes: stats.DispatchBytes(sel, cfg.Hidden, dtypeOf(cfg)),
-		CombineBytes:  stats.CombineBytes(sel, cfg.Hidden),
-	}
-	if cfg.Validate || cfg.ValidateEvery > 0 {
-		run.Validate = validate.Validator(shape, cfg)
-	}
-
-	m, err := run.Loop()
-	if err != nil {
-		return loopError(err)
-	}
-	sum, per, err := run.Summarize(m)
-	if err != nil {
-		return Runtime(err)
-	}
-	res := &report.Result{
-		Config:   reportConfig(cfg, w.Size, backend, plat),
-		Topology: plat.Topology,
-		Summary:  sum,
-		PerRank:  per,
-	}
+	res.Topology = plat.Topology
 	c := bench.StatsComm(w.Comm)
 	group, err := stats.Reduce(c, stats.KernelOnly, stats.Local{Sample: stats.Sample{Avg: mpiMs + plat.GroupMs, N: 1}})
 	if err != nil {
@@ -162,25 +137,6 @@ func measure(w *World, cfg *config.Config, backend string, opts Options, mpiMs f
 	if plat.Memory != nil {
 		res.Memory = plat.Memory()
 	}
-	failed := false
-	if m.Check != nil {
-		rep := validate.Report{DispatchOK: m.Check.DispatchOK, CombineOK: m.Check.CombineOK}
-		gd, gc, err := validate.Global(w.Comm, rep)
-		if err != nil {
-			return Runtime(err)
-		}
-		res.Validation = &report.Validation{
-			Dispatch:       report.Check{Passed: m.Check.DispatchOK, Detail: failureDetail(m.Check, true)},
-			Combine:        report.Check{Passed: m.Check.CombineOK, Detail: failureDetail(m.Check, false)},
-			CalcDiff:       m.Check.CalcDiff,
-			GlobalDispatch: gd,
-			GlobalCombine:  gc,
-		}
-		failed = !gd || !gc
-		if m.Check.Detail != "" {
-			fmt.Fprintf(os.Stderr, "epbench: validation: %s\n", m.Check.Detail)
-		}
-	}
 	if w.Rank == 0 {
 		if err := writeResult(os.Stdout, cfg, res); err != nil {
 			return Runtime(err)
@@ -190,6 +146,19 @@ func measure(w *World, cfg *config.Config, backend string, opts Options, mpiMs f
 		return &ExitError{Code: ExitValidation, Err: errors.New("validation failed (see the Data Validation block)")}
 	}
 	return nil
+}
+
+// openPlatform sets this rank's backend up: the GPU platform of the CUDA
+// executable, or the CPU reference.
+func openPlatform(w *World, cfg *config.Config, backend string, opts Options) (*Platform, error) {
+	if backend == config.BackendCUDA {
+		return opts.CUDA.Platform(w, cfg)
+	}
+	b, err := cpuref.New(w.Comm, bench.ShapeOf(cfg, w.Rank, w.Size), cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Platform{Backend: b, KernelNote: report.NoteCPUBackend}, nil
 }
 
 func failureDetail(c *bench.Check, dispatch bool) string {

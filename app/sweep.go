@@ -10,7 +10,6 @@ import (
 
 	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
-	"github.com/epbench/epbench/cpuref"
 	"github.com/epbench/epbench/report"
 	"github.com/epbench/epbench/routing"
 	"github.com/epbench/epbench/stats"
@@ -168,33 +167,15 @@ func sweepCmd(args []string, opts Options) error {
 			}
 		}
 	}
-	backend := base.Backend
-	if backend == config.BackendAuto {
-		backend = config.BackendCPU
-		if opts.CUDA != nil || gpuCount() > 0 {
-			backend = config.BackendCUDA
-		}
-	}
-	if backend == config.BackendCUDA {
-		if opts.CUDA == nil {
-			return handOver(append([]string{"sweep"}, args...))
-		}
+	backend, err := chooseBackend(base, opts, append([]string{"sweep"}, args...))
+	if err != nil {
+		return err
 	}
 	w, err := startMPI()
 	if err != nil {
 		return err
 	}
-	err = sweep(w, sp, cfgs, backend, opts)
-	if err != nil && CodeOf(err) != ExitUsage && CodeOf(err) != ExitValidation {
-		code := ExitRuntime
-		var pt bench.PeerTimeout
-		if errors.As(err, &pt) {
-			code = ExitTimeout
-		}
-		abortMPI(w, code, err)
-	}
-	stopMPI(w)
-	return err
+	return finishMPI(w, base.Timeout(), sweep(w, sp, cfgs, backend, opts))
 }
 
 // tokenResizer is a backend that can re-target its set-up at fewer tokens.
@@ -206,13 +187,7 @@ func sweep(w *World, sp *sweepSpec, cfgs []*config.Config, backend string, opts 
 			return Usage(err)
 		}
 	}
-	open := func(cfg *config.Config) (*Platform, error) {
-		if backend == config.BackendCUDA {
-			return opts.CUDA.Platform(w, cfg)
-		}
-		b, err := cpuref.New(w.Comm, bench.ShapeOf(cfg, w.Rank, w.Size), cfg)
-		return &Platform{Backend: b, KernelNote: report.NoteCPUBackend}, err
-	}
+	open := func(cfg *config.Config) (*Platform, error) { return openPlatform(w, cfg, backend, opts) }
 	// A token sweep sets up once, for the largest size, when the backend can
 	// be re-targeted; otherwise every point sets up its own.
 	var shared *Platform
@@ -317,7 +292,8 @@ func isTerminal(f *os.File) bool {
 }
 
 // measurePoint is one full measurement on a set-up platform: the paired
-// loop, the reductions, validation when asked; it returns rank 0's result.
+// loop, the reductions, validation when asked. It returns the result (the
+// same on every rank) and whether validation failed anywhere.
 func measurePoint(w *World, cfg *config.Config, backend string, plat *Platform) (*report.Result, bool, error) {
 	shape := bench.ShapeOf(cfg, w.Rank, w.Size)
 	idx0, err := routing.TopK(cfg.Tokens, cfg.Experts, cfg.TopK, routing.GenSeed(cfg.Seed, w.Rank, w.Size, 0))
@@ -333,12 +309,12 @@ func measurePoint(w *World, cfg *config.Config, backend string, plat *Platform) 
 		DispatchBytes: stats.DispatchBytes(sel, cfg.Hidden, dtypeOf(cfg)),
 		CombineBytes:  stats.CombineBytes(sel, cfg.Hidden),
 	}
-	if cfg.Validate {
+	if cfg.Validate || cfg.ValidateEvery > 0 {
 		run.Validate = validate.Validator(shape, cfg)
 	}
 	m, err := run.Loop()
 	if err != nil {
-		return nil, false, Runtime(err)
+		return nil, false, loopError(err)
 	}
 	sum, per, err := run.Summarize(m)
 	if err != nil {
@@ -352,10 +328,16 @@ func measurePoint(w *World, cfg *config.Config, backend string, plat *Platform) 
 			return nil, false, Runtime(err)
 		}
 		res.Validation = &report.Validation{
-			Dispatch: report.Check{Passed: m.Check.DispatchOK}, Combine: report.Check{Passed: m.Check.CombineOK},
-			CalcDiff: m.Check.CalcDiff, GlobalDispatch: gd, GlobalCombine: gc,
+			Dispatch:       report.Check{Passed: m.Check.DispatchOK, Detail: failureDetail(m.Check, true)},
+			Combine:        report.Check{Passed: m.Check.CombineOK, Detail: failureDetail(m.Check, false)},
+			CalcDiff:       m.Check.CalcDiff,
+			GlobalDispatch: gd,
+			GlobalCombine:  gc,
 		}
 		bad = !gd || !gc
+		if m.Check.Detail != "" {
+			fmt.Fprintf(os.Stderr, "epbench: validation: %s\n", m.Check.Detail)
+		}
 	}
 	return res, bad, nil
 }
