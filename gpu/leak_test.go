@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"errors"
+	"os"
 	"runtime"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/mpi"
 )
 
 // oneRank is the gatherer of a job of one rank.
@@ -52,18 +54,39 @@ func usedMiB(t *testing.T, busID string) float64 {
 }
 
 // TestNoLeakOverSetupTeardownCycles: 100 set-ups and tear-downs in one process
-// (module, stream, events, symmetric and local buffers, the mapped error
-// word), every tenth failing on purpose after its allocations, and some
-// running a validated-size pair, leave the GPU's used memory where it was.
+// (module, stream, events, symmetric and local buffers, IPC handles of the
+// peers under mpirun, the mapped error word), every tenth failing on purpose
+// after its allocations, every third running a dispatch and a combine, leave
+// the GPU's used memory where it was.
 func TestNoLeakOverSetupTeardownCycles(t *testing.T) {
 	dev := requireGPU(t)
 	defer dev.Close()
-	shape := bench.Shape{Ranks: 1, Rank: 0, Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256}
+
+	// Under mpirun the cycles run on every rank with real peers: IPC handles
+	// are exported, opened and closed each cycle. Alone, one rank.
+	var g Gatherer = oneRank{}
+	size, local := 1, 1
+	if os.Getenv("OMPI_COMM_WORLD_SIZE") != "" {
+		if err := mpi.Init(); err != nil {
+			t.Fatal(err)
+		}
+		defer mpi.Finalize()
+		w := mpi.World()
+		lc, err := w.SplitShared()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lc.Free()
+		g, size, local = w, w.Size(), lc.Size()
+		dev.Close()
+		if dev, err = Open(lc.Rank()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shape := bench.Shape{Ranks: size, Rank: g.Rank(), Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256}
 	cfg := config.Default()
 	cfg.Reroute = 2
 
-	// One warm cycle first: the driver keeps some memory after the first
-	// module load and launch, which is not a leak of ours.
 	cycle := func(i int, fail bool) {
 		injected := errors.New("injected set-up failure")
 		if fail {
@@ -72,11 +95,11 @@ func TestNoLeakOverSetupTeardownCycles(t *testing.T) {
 			afterAlloc = nil
 		}
 		defer func() { afterAlloc = nil }()
-		tr, err := NewIPC(oneRank{}, 1, 1)
+		tr, err := NewIPC(g, size, local)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := NewBackend(dev, oneRank{}, tr, shape, cfg)
+		b, err := NewBackend(dev, g, tr, shape, cfg)
 		if fail {
 			if !errors.Is(err, injected) {
 				t.Fatalf("cycle %d: set-up error %v, want the injected one", i, err)
@@ -100,13 +123,15 @@ func TestNoLeakOverSetupTeardownCycles(t *testing.T) {
 			t.Fatalf("cycle %d: close: %v", i, err)
 		}
 	}
+	// One warm cycle first: the driver keeps some memory after the first
+	// module load and launch, which is not a leak of ours.
 	cycle(-1, false)
 	before := usedMiB(t, dev.Info.PCIBusID)
 	for i := 0; i < 100; i++ {
 		cycle(i, i%10 == 9)
 	}
 	after := usedMiB(t, dev.Info.PCIBusID)
-	t.Logf("GPU used memory: %.0f MiB before the 100 cycles, %.0f MiB after", before, after)
+	t.Logf("rank %d of %d: GPU used memory: %.0f MiB before the 100 cycles, %.0f MiB after", g.Rank(), size, before, after)
 	if after-before > 2 {
 		t.Fatalf("used memory grew by %.0f MiB over 100 set-up/tear-down cycles", after-before)
 	}
