@@ -67,3 +67,22 @@ func TestSweepUsageErrors(t *testing.T) {
 		assert.Len(t, errorLines(r.stderr), 1, "%v: %s", args, r.stderr)
 	}
 }
+
+func TestSweepOverTopK(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "k.json")
+	r := mpirun(t, 2, "sweep", "--backend", "cpu", "-k", "1,2,4", "-t", "8", "-d", "512", "-e", "8",
+		"-w", "1", "-i", "3", "-V", "--json", js)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "sweep over top-k")
+	f, err := os.Open(js)
+	require.NoError(t, err)
+	defer f.Close()
+	sw, err := report.ParseSweep(f)
+	require.NoError(t, err)
+	require.Len(t, sw.Points, 3)
+	for i, k := range []int{1, 2, 4} {
+		assert.Equal(t, k, sw.Points[i].TopK)
+		assert.Equal(t, k, sw.Points[i].Result.Config.TopK)
+		assert.True(t, sw.Points[i].Result.Validation.GlobalCombine)
+	}
+}
