@@ -20,15 +20,7 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	who := make([]string, len(e.Ranks))
-	for i, r := range e.Ranks {
-		who[i] = fmt.Sprint(r)
-	}
-	noun := "rank"
-	if len(e.Ranks) != 1 {
-		noun = "ranks"
-	}
-	msg := fmt.Sprintf("%s: timed out after %d ms waiting for %s %s", e.Phase, e.After.Milliseconds(), noun, strings.Join(who, ", "))
+	msg := fmt.Sprintf("%s: timed out after %d ms waiting for %s", e.Phase, e.After.Milliseconds(), rankList(e.Ranks))
 	if e.Indirect {
 		msg += " (or a rank it waits for)"
 	}
@@ -197,4 +189,16 @@ func (b *Barrier) verdict(phase string) ([]int, error) {
 		return nil, &TimeoutError{Phase: phase, Ranks: missing, After: b.timeout}
 	}
 	return b.failed, nil
+}
+
+// rankList writes ranks as "rank 3" or "ranks 1, 3".
+func rankList(ranks []int) string {
+	who := make([]string, len(ranks))
+	for i, r := range ranks {
+		who[i] = fmt.Sprint(r)
+	}
+	if len(ranks) == 1 {
+		return "rank " + who[0]
+	}
+	return "ranks " + strings.Join(who, ", ")
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/mpi"
@@ -236,15 +235,7 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
-	who := make([]string, len(e.Ranks))
-	for i, r := range e.Ranks {
-		who[i] = fmt.Sprint(r)
-	}
-	noun := "rank"
-	if len(e.Ranks) != 1 {
-		noun = "ranks"
-	}
-	msg := fmt.Sprintf("validation after %d timed iterations failed on %s %s", e.After, noun, strings.Join(who, ", "))
+	msg := fmt.Sprintf("validation after %d timed iterations failed on %s", e.After, rankList(e.Ranks))
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}
