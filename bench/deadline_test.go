@@ -110,7 +110,10 @@ func TestBarrierNamesLateRank(t *testing.T) {
 		switch rank {
 		case 0:
 			if _, drain = b.poll.Wait([]*mpi.Request{&b.reqs[late]}, deadline); drain == nil {
-				time.Sleep(timeout + ReleaseGrace) // until the late rank gave up
+				// The late rank gives up timeout+ReleaseGrace after it arrived,
+				// which is about when its vote was drained here: release it
+				// well after that, or the release can win the race.
+				time.Sleep(timeout + ReleaseGrace + time.Second)
 				if drain = c.StartIsend(&b.reqs[late], b.release, late, tagRelease); drain == nil {
 					_, drain = b.poll.Wait([]*mpi.Request{&b.reqs[late]}, deadline)
 				}
