@@ -32,6 +32,10 @@ func usageErr(flag, why string) *UsageError {
 
 // fromPflag turns whatever pflag returned into a UsageError that names the
 // flag by its canonical long name, whatever spelling was typed.
+// FromPflag turns an error of a pflag FlagSet into a *UsageError naming the
+// flag, for other command lines built with pflag.
+func FromPflag(err error) error { return fromPflag(err) }
+
 func fromPflag(err error) error {
 	var invalid *pflag.InvalidValueError
 	if errors.As(err, &invalid) {

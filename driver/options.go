@@ -257,34 +257,6 @@ NCCL_NVLS_ENABLE=0.
 	return b.String()
 }
 
-// flagError turns pflag's error into a UsageError naming the flag.
-func flagError(err error) error {
-	var invalid *pflag.InvalidValueError
-	if errors.As(err, &invalid) {
-		why := "invalid value " + strconv.Quote(invalid.GetValue())
-		if cause := errors.Unwrap(invalid); cause != nil {
-			why = cause.Error()
-		}
-		return usageErr("--"+invalid.GetFlag().Name, "%s", why)
-	}
-	var missing *pflag.ValueRequiredError
-	if errors.As(err, &missing) {
-		return usageErr("--"+missing.GetFlag().Name, "requires a value")
-	}
-	var unknown *pflag.NotExistError
-	if errors.As(err, &unknown) {
-		if unknown.GetSpecifiedShortnames() != "" {
-			return usageErr("-"+unknown.GetSpecifiedName(), "unknown flag")
-		}
-		return usageErr("--"+unknown.GetSpecifiedName(), "unknown flag")
-	}
-	var syntax *pflag.InvalidSyntaxError
-	if errors.As(err, &syntax) {
-		return usageErr(syntax.GetSpecifiedFlag(), "bad flag syntax")
-	}
-	return usageErr("arguments", "%s", err.Error())
-}
-
 // Parse reads a "compare --run" command line (with or without --run) and
 // resolves its defaults from env and the process environment. Errors are
 // *config.UsageError, or ErrHelp.
@@ -302,7 +274,7 @@ func Parse(args []string, env Env) (*Options, error) {
 		}
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, flagError(err)
+		return nil, config.FromPflag(err)
 	}
 	if f.help {
 		return nil, ErrHelp

@@ -131,20 +131,7 @@ func (c *Comm) Ibarrier() (*Request, error) {
 // Test reports whether r has completed, without blocking. Once it has, Test
 // keeps returning true and the operation's error. A nil Request counts as
 // complete.
-func (r *Request) Test() (bool, error) {
-	if r == nil {
-		return true, nil
-	}
-	if r.done {
-		return true, r.err
-	}
-	if err := ready(); err != nil {
-		return false, err
-	}
-	var flag C.int
-	rc := C.MPI_Test(&r.h, &flag, nil)
-	return r.settle("MPI_Test", rc, flag != 0)
-}
+func (r *Request) Test() (bool, error) { return r.poll() }
 
 // Wait blocks until r completes and returns the operation's error.
 func (r *Request) Wait() error {
