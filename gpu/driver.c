@@ -38,10 +38,6 @@ int ep_module_function(uint64_t module, const char* name, uint64_t* function) {
     return (int)r;
 }
 
-int ep_function_attr(uint64_t function, int attr, int* value) {
-    return (int)cuFuncGetAttribute(value, (CUfunction_attribute)attr, (CUfunction)(uintptr_t)function);
-}
-
 int ep_launch(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args) {
     void* params[1] = {args};
     return (int)cuLaunchKernel((CUfunction)(uintptr_t)function, grid, 1, 1, block, 1, 1, smem,
@@ -108,7 +104,6 @@ int ep_memcpy_dtoh(void* dst, uint64_t src, size_t bytes) { return (int)cuMemcpy
 int ep_profiler_start(void) { return (int)cuProfilerStart(); }
 int ep_profiler_stop(void) { return (int)cuProfilerStop(); }
 
-int ep_read_u32(uint64_t src, unsigned* out) { return (int)cuMemcpyDtoH(out, (CUdeviceptr)src, sizeof *out); }
 
 int ep_host_alloc_mapped(size_t bytes, void** host, uint64_t* dptr) {
     void* p = NULL;

@@ -6,7 +6,6 @@ package gpu
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 )
@@ -20,9 +19,6 @@ type Error struct {
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s (%s)", e.Call, C.GoString(C.ep_error_string(C.int(e.Code))), C.GoString(C.ep_error_name(C.int(e.Code))))
 }
-
-// ErrNotSupported marks a call the driver reports as unsupported.
-var ErrNotSupported = errors.New("not supported")
 
 func check(call string, r C.int) error {
 	if r == 0 {
@@ -109,13 +105,6 @@ func (m Module) Function(name string) (Function, error) {
 		return 0, err
 	}
 	return Function(f), nil
-}
-
-// NumRegs is the register count per thread of f.
-func (f Function) NumRegs() (int, error) {
-	var v C.int
-	err := check("cuFuncGetAttribute", C.ep_function_attr(C.uint64_t(f), C.CU_FUNC_ATTRIBUTE_NUM_REGS, &v))
-	return int(v), err
 }
 
 // ParamBlock is C memory holding one kernel's by-value argument block, so a
@@ -218,13 +207,6 @@ func ProfilerStart() error { return check("cuProfilerStart", C.ep_profiler_start
 
 // ProfilerStop ends the captured region.
 func ProfilerStop() error { return check("cuProfilerStop", C.ep_profiler_stop()) }
-
-// ReadU32 reads one 32-bit word of device memory without allocating.
-func ReadU32(src uint64) (uint32, error) {
-	var v C.uint
-	err := check("cuMemcpyDtoH", C.ep_read_u32(C.uint64_t(src), &v))
-	return uint32(v), err
-}
 
 // MappedWord is one 32-bit word of page-locked host memory that kernels
 // write through Dev and the host reads without a copy.

@@ -14,7 +14,6 @@ const char* ep_error_string(int code);
 int ep_module_load(const char* image, uint64_t* module, char* log, size_t log_size);
 int ep_module_unload(uint64_t module);
 int ep_module_function(uint64_t module, const char* name, uint64_t* function);
-int ep_function_attr(uint64_t function, int attr, int* value);
 
 // Launches function with a single by-value parameter block at args.
 int ep_launch(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args);
@@ -41,9 +40,6 @@ int ep_profiler_start(void);
 int ep_profiler_stop(void);
 
 
-
-// Reads one 32-bit word from device memory into *out (synchronous).
-int ep_read_u32(uint64_t src, unsigned* out);
 
 // Page-locked host memory mapped into the device's address space: the host
 // reads what kernels write there without a copy.
