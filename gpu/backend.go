@@ -67,7 +67,7 @@ var afterAlloc func() error
 
 // Layout of the symmetric allocation.
 type symLayout struct {
-	dispatchSignal, combineSignal, dispatchRecv, combineRecv, total int64
+	dispatchSignal, combineSignal, dispatchRecv, dispatchCounts, combineRecv, total int64
 }
 
 func align(n, a int64) int64 { return (n + a - 1) / a * a }
@@ -79,7 +79,8 @@ func layoutFor(s bench.Shape) symLayout {
 	// Each signal area: R arrival counters (one spare slot).
 	l.combineSignal = align(8*(R+1), 256)
 	l.dispatchRecv = l.combineSignal + align(8*(R+1), 256)
-	l.combineRecv = l.dispatchRecv + align(R*T*int64(kernels.MessageBytes(s.TopK, s.Hidden)), 256)
+	l.dispatchCounts = l.dispatchRecv + align(R*T*int64(kernels.MessageBytes(s.TopK, s.Hidden)), 256)
+	l.combineRecv = l.dispatchCounts + align(4*int64(s.Experts), 256)
 	l.total = l.combineRecv + align(max(T*K, R*T)*H*2, 256)
 	return l
 }
@@ -232,8 +233,9 @@ func (b *Backend) setup(g Gatherer) error {
 		RowPos: b.rowPos, Y: b.recvX, Out: b.out, RecvScales: b.recvScales,
 		OffDispatchSignal: uint64(lay.dispatchSignal), OffCombineSignal: uint64(lay.combineSignal),
 		OffDispatchRecv: uint64(lay.dispatchRecv), OffCombineRecv: uint64(lay.combineRecv),
-		TimeoutNs: uint64(cfg.TimeoutMs) * 1_000_000,
-		Rank:      int32(s.Rank), Ranks: int32(R), Tokens: int32(T), Hidden: int32(H), TopK: int32(K),
+		OffDispatchCounts: uint64(lay.dispatchCounts),
+		TimeoutNs:         uint64(cfg.TimeoutMs) * 1_000_000,
+		Rank:              int32(s.Rank), Ranks: int32(R), Tokens: int32(T), Hidden: int32(H), TopK: int32(K),
 		LocalEx: int32(L),
 	}
 	if cfg.CombineMode == config.DirectSend {
@@ -320,7 +322,11 @@ func (b *Backend) launch(f Function, j int, expect *uint64, senders int) error {
 	b.args.TopkIdx, b.args.TopkW = b.idx[j], b.w[j]
 	b.args.Expect = *expect
 	b.args.Put(b.params.Bytes())
-	return f.Launch(b.grid, kernels.ThreadsPerBlock, 0, b.stream, b.params)
+	smem := 0
+	if f == b.dispatch {
+		smem = kernels.DispatchSharedBytes(b.shape.Experts)
+	}
+	return f.Launch(b.grid, kernels.ThreadsPerBlock, smem, b.stream, b.params)
 }
 
 // Dispatch implements bench.Backend.

@@ -13,14 +13,15 @@ type Args struct {
 	Trace                                      uint64
 	OffDispatchSignal, OffCombineSignal        uint64
 	OffDispatchRecv, OffCombineRecv            uint64
+	OffDispatchCounts                          uint64
 	Expect, TimeoutNs                          uint64
 	Rank, Ranks, Tokens, Hidden, TopK, LocalEx int32
 	Epoch, CombineMode                         int32
 	FP8, Reserved                              int32
 }
 
-// ArgsSize is sizeof(LLArgs): 20 eight-byte fields and 10 four-byte fields.
-const ArgsSize = 20*8 + 10*4
+// ArgsSize is sizeof(LLArgs): 21 eight-byte fields and 10 four-byte fields.
+const ArgsSize = 21*8 + 10*4
 
 // TracePoints is the number of phase stamps per block (kTracePoints).
 const TracePoints = 8
@@ -33,7 +34,7 @@ func (a *Args) Put(b []byte) {
 	for _, v := range [...]uint64{
 		a.Peers, a.Err, a.X, a.TopkIdx, a.TopkW, a.RecvX, a.RecvCount, a.SrcInfo, a.LayoutRange,
 		a.RowPos, a.Y, a.Out, a.RecvScales, a.Trace, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
-		a.Expect, a.TimeoutNs,
+		a.OffDispatchCounts, a.Expect, a.TimeoutNs,
 	} {
 		le.PutUint64(b[o:], v)
 		o += 8
@@ -44,8 +45,14 @@ func (a *Args) Put(b []byte) {
 	}
 }
 
-// HeaderBytes is the size of a dispatch message header (header_bytes in ll.cuh).
-func HeaderBytes(topk int) int { return (16 + 8*topk + 15) / 16 * 16 }
+// HeaderBytes is the size of a dispatch message header (header_bytes in ll.cuh):
+// epoch, token, two pad words, then the top-k ids, weights and rows, padded
+// to a 128-byte line.
+func HeaderBytes(topk int) int { return (16 + 12*topk + 127) / 128 * 128 }
 
 // MessageBytes is the size of one dispatch message: header and bf16 row.
 func MessageBytes(topk, hidden int) int { return HeaderBytes(topk) + 2*hidden }
+
+// DispatchSharedBytes is the dynamic shared memory of a dispatch launch: two
+// int32 counters per expert.
+func DispatchSharedBytes(experts int) int { return 8 * experts }

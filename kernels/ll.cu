@@ -1,18 +1,24 @@
 // Low-latency dispatch and combine, one kernel launch each (docs/DESIGN.md).
 //
-// Dispatch: every block first sends its tokens, one message per (token,
-// destination rank) carrying the routing in a header, into the destination's
-// receive slot [source rank][token]; then it signals every rank. The same
-// blocks then turn what arrived into the expert-major layout: one work item
-// per (local expert, source rank), whose rows start after the rows of lower
-// source ranks, so the layout is deterministic and needs no atomics and no
-// clean-up between calls.
+// Dispatch: the rank's tokens are cut into contiguous ranges, one per
+// sending block. A block first sends each of its tokens, one message per
+// (token, destination rank) carrying the routing in a header; while those
+// stores drain over NVLink it counts every expert's selections (all blocks
+// count the whole topk_idx, so no grid-wide step is needed) and writes into
+// each header the row every selection takes inside its expert's block of
+// rows from this source (tokens ascending). One warp then makes the block's
+// system-scope releases while the other warps copy the block's tokens into
+// the own rank's expert rows straight from x. After the peers' releases,
+// each block copies the messages it owns (one per source token) to every
+// local expert the header names: a row is read once and written once per
+// selection, at the row its sender chose, so the receive side scans nothing.
 //
 // Combine: the expert side walks the received (source, token) slots, cut
-// into row slices so every warp of the grid has work, and
+// into row slices so every warp of the grid has work, peers first, and
 // either reduces its local experts' weighted rows into one bf16 partial
-// (rank_local_reduce) or sends every expert row back (direct_send); then it
-// signals. The source side waits for every rank and reduces per token.
+// (rank_local_reduce) or sends every expert row back (direct_send). One warp
+// per block releases the peers while the others do the own rank's slots; the
+// source side waits for every rank and reduces per token.
 //
 // Arrival counters only grow: each call adds one per block that had work on
 // the source rank, and the host passes the total expected after this call
@@ -27,104 +33,77 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / kWarp;
-constexpr int kUnroll = 8;               // 16-byte loads in flight per thread in block copies
-constexpr int kVecPerLane = 2;           // 16-byte vectors per lane in a combine work item
-constexpr int kBatch = 4;                // rows whose loads are in flight together in combine
+constexpr int kWorkers = kThreads - kWarp;  // threads of warps 1.. (warp 0 makes the releases)
+constexpr int kVecPerLane = 2;              // 16-byte vectors per lane in a combine work item
+constexpr int kBatch = 4;                   // rows whose loads are in flight together in combine
 constexpr int kSliceVecs = kWarp * kVecPerLane;  // a row is cut into slices of this many vectors
+constexpr int kMaxVecPerThread = 4;       // 16-byte vectors of a row per thread (hidden <= 16384)
+constexpr int kMaxRecvVecPerThread = (16384 / 8 + kThreads - kWarp - 1) / (kThreads - kWarp);  // of a received row, per worker
 
-// Exclusive prefix count of pred over the block, in thread order; *total gets
-// the block's count. All threads must call it.
-__device__ int block_exclusive_count(bool pred, int* total, int* warp_sums) {
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    const unsigned ballot = __ballot_sync(0xffffffffu, pred);
-    const int in_warp = __popc(ballot & ((1u << lane) - 1u));
-    if (lane == 0) warp_sums[warp] = __popc(ballot);
-    __syncthreads();
-    int before = 0, sum = 0;
-    for (int w = 0; w < kWarps; w++) {
-        const int c = warp_sums[w];
-        if (w < warp) before += c;
-        sum += c;
-    }
-    __syncthreads();  // warp_sums may be reused by the caller's next round
-    *total = sum;
-    return before + in_warp;
+// Barrier of the worker warps (1..kWarps-1) only: warp 0 may be waiting in
+// its release fence meanwhile.
+__device__ __forceinline__ void workers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kWorkers) : "memory"); }
+
+// The tokens of this rank that block b sends: [t0, t1), contiguous ranges
+// over min(grid, T) blocks (empty for the others).
+__device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
+    const int ns = min((int)gridDim.x, T);
+    const int b = blockIdx.x;
+    t0 = b < ns ? (int)((int64_t)b * T / ns) : T;
+    t1 = b < ns ? (int)((int64_t)(b + 1) * T / ns) : T;
 }
 
-// The top-k slot of expert `expert` (global id) in a dispatch message header,
-// or -1 when the header is stale (another call's epoch) or does not select
-// it. All loads are 16 bytes wide and independent, so one header costs one
-// memory round trip rather than one per slot.
-__device__ __forceinline__ int header_slot(const int* h, int epoch, int topk, int expert) {
-    const int4 head = __ldcg(reinterpret_cast<const int4*>(h));
-    const int4* ids = reinterpret_cast<const int4*>(h + 4);
-    int found = -1;
-    // 16 ids (4 loads in flight) per round: one round for top-k up to 16.
-    for (int i0 = 0; 4 * i0 < topk; i0 += 4) {
-        int4 v[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            if (4 * (i0 + i) < topk) v[i] = __ldcg(ids + i0 + i);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int k = 4 * (i0 + i);
-            if (k >= topk) break;
-            if (v[i].x == expert) found = k;
-            if (k + 1 < topk && v[i].y == expert) found = k + 1;
-            if (k + 2 < topk && v[i].z == expert) found = k + 2;
-            if (k + 3 < topk && v[i].w == expert) found = k + 3;
-        }
-    }
-    return head.x == epoch ? found : -1;
-}
-
-// The top-k slot of expert `expert` in this rank's own topk_idx row t, or -1.
-__device__ __forceinline__ int own_slot(const LLArgs& a, int t, int expert) {
-    if (a.topk & 1) {  // rows not 16-byte aligned
-        for (int k = 0; k < a.topk; k++)
-            if (__ldg(a.topk_idx + (int64_t)t * a.topk + k) == expert) return k;
-        return -1;
-    }
-    const longlong2* row = reinterpret_cast<const longlong2*>(a.topk_idx + (int64_t)t * a.topk);
-    int found = -1;
-    // 8 ids (4 loads in flight) per round: one round for top-k up to 8.
-    for (int i0 = 0; 2 * i0 < a.topk; i0 += 4) {
-        longlong2 v[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            if (2 * (i0 + i) < a.topk) v[i] = __ldg(row + i0 + i);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int k = 2 * (i0 + i);
-            if (k >= a.topk) break;
-            if (v[i].x == expert) found = k;
-            if (v[i].y == expert) found = k + 1;
-        }
-    }
-    return found;
-}
-
-// BF16 tokens of the own rank are not sent to itself: the receive side reads
-// them from x and topk_idx directly, so it can start before any message
-// arrives. (FP8 tokens still travel through the own receive slots, quantised
-// once by the sender.)
-__device__ __forceinline__ bool direct_self(const LLArgs& a, int s) { return s == a.rank && !a.fp8; }
+// Own-rank tokens are never sent to the own rank: the sending block writes
+// their rows into the own expert rows directly.
+__device__ __forceinline__ bool direct_self(const LLArgs& a, int s) { return s == a.rank; }
 
 __device__ __forceinline__ const uint8_t* dispatch_slot(const LLArgs& a, uint64_t base, int src, int t) {
     return at<const uint8_t>(base, a.off_dispatch_recv) +
            ((uint64_t)src * a.tokens + t) * (uint64_t)message_bytes(a.topk, a.hidden);
 }
 
-// Tells every rank that this block's part of the operation is written: one
-// system-scope release per peer, made only by blocks that had work (the
-// `worked` predicate is the same on every rank, so the receiver knows how
-// many releases to expect per call: see kernels/senders.go).
-__device__ void signal_peers(const LLArgs& a, uint64_t off_signal, bool worked, bool skip_self) {
-    __syncthreads();  // every thread's stores before thread q's release
-    if (worked && threadIdx.x < a.ranks && !(skip_self && (int)threadIdx.x == a.rank)) {
+// Header fields of a message at h.
+__device__ __forceinline__ int* hdr_ids(int* h) { return h + 4; }
+__device__ __forceinline__ float* hdr_w(int* h, int K) { return reinterpret_cast<float*>(h + 4 + K); }
+__device__ __forceinline__ int* hdr_pos(int* h, int K) { return h + 4 + 2 * K; }
+
+// One system-scope release per peer (and, with self, a device-scope one to
+// the own rank), made by warp 0 after the block's stores: its lanes wait in
+// the fence for those stores to drain while the other warps go on. The caller
+// has synchronised the block after the stores. Only blocks that had work
+// release (`worked` is the same on every rank, so the receiver knows how many
+// releases to expect per call: see kernels/senders.go).
+__device__ __forceinline__ void release_peers(const LLArgs& a, const uint64_t* bases, uint64_t off_signal, bool worked) {
+    if (!worked || threadIdx.x >= kWarp) return;
+    for (int q = threadIdx.x; q < a.ranks; q += kWarp) {
+        if (q == a.rank) continue;
         __threadfence_system();
-        red_release_sys_add(at<uint64_t>(a.peers[threadIdx.x], off_signal) + a.rank, 1);
+        red_release_sys_add(at<uint64_t>(bases[q], off_signal) + a.rank, 1);
     }
+}
+
+__device__ __forceinline__ void red_release_gpu_add(uint64_t* p, uint64_t v) {
+    asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// E4M3 of 8 channels (one lane of a half-warp owning 128 channels) and the
+// half-warp's scale. All 16 lanes of the half-warp must call it.
+__device__ __forceinline__ uint2 quantize8(const uint4 v, unsigned half, float* scale) {
+    float f[8];
+    unpack8(v, f);
+    float amax = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; j++) amax = fmaxf(amax, fabsf(f[j]));
+#pragma unroll
+    for (int o = 8; o >= 1; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(half, amax, o));
+    amax = fmaxf(amax, 1e-4f);
+    const float inv = __fdiv_rn(448.f, amax);
+    uint2 q;
+    uint16_t* qp = reinterpret_cast<uint16_t*>(&q);
+#pragma unroll
+    for (int j = 0; j < 4; j++) qp[j] = to_e4m3x2(__fmul_rn(f[2 * j], inv), __fmul_rn(f[2 * j + 1], inv));
+    *scale = __fdiv_rn(amax, 448.f);
+    return q;
 }
 
 // 8 channels of an expert output row as loaded: a bf16 vector, or for FP8
@@ -161,213 +140,380 @@ __device__ __forceinline__ void decode_y(const LLArgs& a, const YRaw& r, float f
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(const LLArgs a) {
-    __shared__ int dests[256];
-    __shared__ int sel_rank[kMaxTopK];
-    __shared__ int ndest;
-    __shared__ int warp_sums[kWarps];
-    __shared__ int chunk_t[kThreads];
+    // Dynamic shared memory: two int arrays of E entries (DispatchSharedBytes).
+    extern __shared__ int dyn[];
+    __shared__ int tok_pos[kMaxTopK];    // row of each selection of the current token inside its expert's rows from here
+    __shared__ int dests[kMaxTopK];      // the current token's destination peers
+    __shared__ int64_t own_rows[kMaxTopK];  // its own-rank rows (expert-major row index)
+    __shared__ int ndest, nown;
+    __shared__ uint64_t peer_base[kMaxRanks];
+    __shared__ int64_t rows[kMaxTopK];  // rows of the message being received
+    __shared__ int nrows;
+    __shared__ int waited_upto;  // sources of order 1..waited_upto-1 have arrived
+    __shared__ int failed;
 
     const uint64_t deadline = global_timer() + a.timeout_ns;
     EPBENCH_TRACE(a, 0);
-    const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
+    const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts, E = R * L;
+    int* const before = dyn;     // selections of each expert by this rank's tokens before the current one
+    int* const total = dyn + E;  // selections of each expert by all this rank's tokens
     const int vec_per_row = H / 8;  // uint4 = 8 bf16
     const int hdr = header_bytes(K), msg = message_bytes(K, H);
+    const int rb = row_bytes(H, a.fp8), groups = H / kScaleBlock;
     const uint64_t self = a.peers[a.rank];
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const int lo = a.rank * L, hi = lo + L;
+    const int64_t rows_per_expert = (int64_t)R * T;
+    uint8_t* const recv = reinterpret_cast<uint8_t*>(a.recv_x);
+    int t0, t1;
+    token_range(T, t0, t1);
 
-    // --- send: one message per (token, destination rank) ---
-    for (int t = blockIdx.x; t < T; t += gridDim.x) {
+    // The block's first token row is loaded along with the routing below:
+    // thread i holds vectors i, i + kThreads, ... of the row.
+    // Lane k of warp 0 holds the token's k-th expert id and weight.
+    uint4 xv[kMaxVecPerThread];
+    int64_t tok_e = -1;
+    float tok_w = 0.f;
+    auto load_x = [&](int t) {
+        const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
+#pragma unroll
+        for (int i = 0; i < kMaxVecPerThread; i++) {
+            const int v = threadIdx.x + i * kThreads;
+            if (v < vec_per_row) xv[i] = __ldg(src + v);
+        }
         if (threadIdx.x < K) {
-            const int64_t e = a.topk_idx[(int64_t)t * K + threadIdx.x];
-            sel_rank[threadIdx.x] = e < 0 ? -1 : (int)(e / L);
+            tok_e = __ldg(a.topk_idx + (int64_t)t * K + threadIdx.x);
+            tok_w = __ldg(a.topk_w + (int64_t)t * K + threadIdx.x);
         }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            int n = 0;
-            for (int k = 0; k < K; k++) {
-                const int q = sel_rank[k];
-                if (q < 0 || direct_self(a, q)) continue;
-                bool seen = false;
-                for (int i = 0; i < n; i++) seen |= dests[i] == q;
-                if (!seen) dests[n++] = q;
+    };
+    if (t0 < t1) load_x(t0);
+    for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
+
+    // --- count every expert's selections (every block counts all of
+    // topk_idx, so no grid-wide step is needed) ---
+    {
+        const int n = T * K, nb = t0 * K;
+        int64_t v[4];
+        auto load4 = [&](int i0) {
+#pragma unroll
+            for (int u = 0; u < 4; u++) v[u] = i0 + u * kThreads < n ? __ldg(a.topk_idx + i0 + u * kThreads) : -1;
+        };
+        auto count4 = [&](int i0) {
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                if (v[u] < 0 || v[u] >= E) continue;
+                atomicAdd(&total[v[u]], 1);
+                if (i0 + u * kThreads < nb) atomicAdd(&before[v[u]], 1);
             }
-            ndest = n;
+        };
+        load4(threadIdx.x);  // in flight while the counters are zeroed
+        for (int e = threadIdx.x; e < 2 * E; e += kThreads) dyn[e] = 0;
+        if (threadIdx.x == 0) {
+            failed = 0;
+            waited_upto = 1;
         }
         __syncthreads();
-        const int n = ndest;
-        for (int i = 0; i < n; i++) {
-            uint8_t* m = at<uint8_t>(a.peers[dests[i]], a.off_dispatch_recv) +
-                         ((uint64_t)a.rank * T + t) * (uint64_t)msg;
-            int* mh = reinterpret_cast<int*>(m);
+        count4(threadIdx.x);
+        for (int i0 = threadIdx.x + 4 * kThreads; i0 < n; i0 += 4 * kThreads) {
+            load4(i0);
+            count4(i0);
+        }
+    }
+    __syncthreads();
+    // Every peer learns how many rows each of its experts gets from here.
+    if (blockIdx.x == 0) {
+        for (int q = 0; q < R; q++) {
+            if (direct_self(a, q)) continue;
+            int* c = at<int>(peer_base[q], a.off_dispatch_counts) + (int64_t)a.rank * L;
+            for (int l = threadIdx.x; l < L; l += kThreads) c[l] = total[q * L + l];
+        }
+    }
+
+    // --- send: one message per (token, destination peer); the own rank's
+    // rows are written here too, from the same registers ---
+    for (int t = t0; t < t1; t++) {
+        if (warp == 0) {
+            // Rows in token order: experts within a token are distinct, so
+            // the lanes of one token never share a counter.
+            const int64_t e = tok_e;
+            const int q = e >= 0 && e < E ? (int)(e / L) : -1;
+            int p = 0;
+            if (q >= 0) {
+                p = before[e];
+                before[e] = p + 1;
+            }
+            if (lane < K) tok_pos[lane] = p;
+            // Distinct peers, each named by the lowest lane that selects it.
+            const unsigned same = __match_any_sync(0xffffffffu, q);
+            const bool lead = q >= 0 && !direct_self(a, q) && (__ffs(same) - 1) == lane;
+            const unsigned leads = __ballot_sync(0xffffffffu, lead);
+            if (lead) dests[__popc(leads & ((1u << lane) - 1u))] = q;
+            const bool mine = q >= 0 && direct_self(a, q);
+            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            if (mine) {
+                own_rows[__popc(mines & ((1u << lane) - 1u))] = (e - lo) * rows_per_expert + p;
+                a.src_info[(e - lo) * rows_per_expert + p] = t;
+                a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
+            }
+            if (lane == 0) {
+                ndest = __popc(leads);
+                nown = __popc(mines);
+            }
+        }
+        __syncthreads();
+        const int nd = ndest, no = nown;
+        for (int i = 0; i < nd; i++) {
+            int* mh = reinterpret_cast<int*>(at<uint8_t>(peer_base[dests[i]], a.off_dispatch_recv) +
+                                             ((uint64_t)a.rank * T + t) * (uint64_t)msg);
             if (threadIdx.x == 0) {
                 mh[0] = a.epoch;
                 mh[1] = t;
             }
             if (threadIdx.x < K) {
-                mh[4 + threadIdx.x] = (int)a.topk_idx[(int64_t)t * K + threadIdx.x];
-                reinterpret_cast<float*>(mh + 4 + K)[threadIdx.x] = a.topk_w[(int64_t)t * K + threadIdx.x];
+                hdr_ids(mh)[threadIdx.x] = (int)tok_e;
+                hdr_w(mh, K)[threadIdx.x] = tok_w;
+                hdr_pos(mh, K)[threadIdx.x] = tok_pos[threadIdx.x];
             }
         }
-        const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
         if (!a.fp8) {
-            for (int v = threadIdx.x; v < vec_per_row; v += kThreads) {
-                const uint4 val = __ldg(src + v);
-                for (int i = 0; i < n; i++) {
-                    uint8_t* m = at<uint8_t>(a.peers[dests[i]], a.off_dispatch_recv) +
+#pragma unroll
+            for (int u = 0; u < kMaxVecPerThread; u++) {
+                const int v = threadIdx.x + u * kThreads;
+                if (v >= vec_per_row) break;
+                for (int i = 0; i < nd; i++) {
+                    uint8_t* m = at<uint8_t>(peer_base[dests[i]], a.off_dispatch_recv) +
                                  ((uint64_t)a.rank * T + t) * (uint64_t)msg;
-                    reinterpret_cast<uint4*>(m + hdr)[v] = val;
+                    reinterpret_cast<uint4*>(m + hdr)[v] = xv[u];
                 }
+                for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xv[u];
             }
         } else {
-            // Quantised here, once per token: a half-warp per 128 channels
+            // Quantised here, once per token: a half-warp holds 128 channels
             // (16 lanes x 8 channels), amax reduced within the half-warp.
-            const int groups = H / kScaleBlock;
             const int sub = threadIdx.x % 16;
-            const unsigned half = (threadIdx.x % kWarp) < 16 ? 0x0000ffffu : 0xffff0000u;
-            for (int g = threadIdx.x / 16; g < groups; g += kThreads / 16) {
-                float f[8];
-                unpack8(__ldg(src + g * 16 + sub), f);
-                float amax = 0.f;
+            const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;
 #pragma unroll
-                for (int j = 0; j < 8; j++) amax = fmaxf(amax, fabsf(f[j]));
-#pragma unroll
-                for (int o = 8; o >= 1; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(half, amax, o));
-                amax = fmaxf(amax, 1e-4f);
-                const float inv = __fdiv_rn(448.f, amax);
-                uint2 q;
-                uint16_t* qp = reinterpret_cast<uint16_t*>(&q);
-#pragma unroll
-                for (int j = 0; j < 4; j++) qp[j] = to_e4m3x2(__fmul_rn(f[2 * j], inv), __fmul_rn(f[2 * j + 1], inv));
-                const float scale = __fdiv_rn(amax, 448.f);
-                for (int i = 0; i < n; i++) {
-                    uint8_t* m = at<uint8_t>(a.peers[dests[i]], a.off_dispatch_recv) +
+            for (int u = 0; u < kMaxVecPerThread; u++) {
+                const int v = threadIdx.x + u * kThreads;
+                if (v >= vec_per_row) break;
+                const int g = v / 16;
+                float scale;
+                const uint2 q = quantize8(xv[u], half, &scale);
+                for (int i = 0; i < nd; i++) {
+                    uint8_t* m = at<uint8_t>(peer_base[dests[i]], a.off_dispatch_recv) +
                                  ((uint64_t)a.rank * T + t) * (uint64_t)msg + hdr;
-                    reinterpret_cast<uint2*>(m + g * kScaleBlock)[sub] = q;
+                    reinterpret_cast<uint2*>(m)[v] = q;
                     if (sub == 0) reinterpret_cast<float*>(m + H)[g] = scale;
                 }
+                for (int i = 0; i < no; i++) {
+                    reinterpret_cast<uint2*>(recv + own_rows[i] * rb)[v] = q;
+                    if (sub == 0) a.recv_scales[own_rows[i] * groups + g] = scale;
+                }
             }
         }
-        __syncthreads();  // dests is rewritten for the next token
+        __syncthreads();  // the token's lists are rewritten for the next one
+        if (t + 1 < t1) load_x(t + 1);
     }
     EPBENCH_TRACE(a, 1);
-    signal_peers(a, a.off_dispatch_signal, (int)blockIdx.x < T, direct_self(a, a.rank));
-    EPBENCH_TRACE(a, 2);
+    // Warp 0 releases the peers and is done; its fence waits for the NVLink
+    // stores to drain while the other warps go on to the receive side.
+    if (warp == 0) {
+        release_peers(a, peer_base, a.off_dispatch_signal, t0 < t1);
+        EPBENCH_TRACE(a, 2);
+        return;
+    }
 
-    // --- receive: one item per (local expert, source rank) ---
-    // Source blocks of an expert are ordered from the own rank on (ord 0:
-    // the own rank, then rank+1, ...), so the own rank's rows start at 0 and
-    // need nothing from the peers.
+    // --- peers: the workers copy the messages this block owns (one per
+    // source token, sources in order from rank+1) to the rows their headers
+    // name; the last block also writes the layout ---
+    const int wt = threadIdx.x - kWarp;
+    const int* counts = at<const int>(self, a.off_dispatch_counts);
     const uint64_t* arrived = at<const uint64_t>(self, a.off_dispatch_signal);
-    __shared__ int waited_upto;  // sources of order 0..waited_upto-1 have arrived
-    __shared__ int failed;
-    if (threadIdx.x == 0) {
-        waited_upto = 0;
-        failed = 0;
-    }
-    __syncthreads();
-    // Each block takes a contiguous run of items, so that (l, ord) usually
-    // follows (l, ord-1) in the same block and its begin is already known.
-    const int per_block = (L * R + gridDim.x - 1) / gridDim.x;
-    const int item_end = min(L * R, (int)(blockIdx.x + 1) * per_block);
-    int known_l = -1, known_ord = -1, known_end = 0;  // the last item done here, and its begin + count
-    for (int item = blockIdx.x * per_block; item < item_end; item++) {
-        const int l = item / R, ord = item % R, s = (a.rank + ord) % R;
-        const int expert = a.rank * L + l;
-        if (threadIdx.x == 0) {
-            for (int o = waited_upto; o <= ord && !failed; o++) {
+    // Waits (first worker) for the sources of order below `upto`.
+    auto wait_sources = [&](int upto) {
+        if (wt == 0) {
+            for (int o = waited_upto; o < upto && !failed; o++) {
                 const int p = (a.rank + o) % R;
-                if (!direct_self(a, p) && !wait_arrivals(arrived + p, a.expect, deadline, a.err, kPhaseDispatch, p))
-                    failed = 1;
-                else
-                    waited_upto = o + 1;
+                if (!wait_arrivals(arrived + p, a.expect, deadline, a.err, kPhaseDispatch, p)) failed = 1;
+                else waited_upto = o + 1;
             }
         }
-        __syncthreads();
+    };
+    if (blockIdx.x == gridDim.x - 1) {
+        wait_sources(R);
+        workers_sync();
         if (failed) return;
-        if (item == blockIdx.x * per_block) EPBENCH_TRACE(a, 3);
-
-        // Rows of earlier sources (in that order) come first.
-        int begin = 0;
-        const bool follows = known_l == l && known_ord == ord - 1;
-        if (follows) begin = known_end;
-        for (int o = 0; o < ord && !follows; o++) {
-            const int p = (a.rank + o) % R;
-            for (int t0 = 0; t0 < T; t0 += kThreads) {
-                const int t = t0 + threadIdx.x;
-                bool hit = false;
-                if (t < T) {
-                    hit = (direct_self(a, p) ? own_slot(a, t, expert)
-                                             : header_slot(reinterpret_cast<const int*>(dispatch_slot(a, self, p, t)),
-                                                           a.epoch, K, expert)) >= 0;
-                }
-                begin += __syncthreads_count(hit);
+        for (int l = wt; l < L; l += kWorkers) {
+            int64_t running = 0;
+            for (int o = 0; o < R; o++) {
+                const int s = (a.rank + o) % R;
+                const int c = o == 0 ? total[lo + l] : __ldcg(counts + (int64_t)s * L + l);
+                a.layout_range[(int64_t)l * R + s] = (running << 32) | (int64_t)c;
+                running += c;
             }
-        }
-        int count = 0;
-        for (int t0 = 0; t0 < T; t0 += kThreads) {
-            const int t = t0 + threadIdx.x;
-            int k = -1;
-            if (t < T) {
-                k = direct_self(a, s) ? own_slot(a, t, expert)
-                                      : header_slot(reinterpret_cast<const int*>(dispatch_slot(a, self, s, t)), a.epoch,
-                                                    K, expert);
-            }
-            if (__syncthreads_count(k >= 0) == 0) continue;  // nothing for this expert here
-            int chunk_n;
-            const int pos = block_exclusive_count(k >= 0, &chunk_n, warp_sums);
-            if (k >= 0) {
-                const int row = begin + count + pos;
-                chunk_t[pos] = t;
-                a.src_info[(int64_t)l * R * T + row] = t;
-                a.row_pos[((int64_t)s * T + t) * K + k] = row;
-            }
-            __syncthreads();
-            // The whole block copies the chunk's rows, kUnroll 16-byte loads
-            // in flight per thread before their stores.
-            const int rb = row_bytes(H, a.fp8), row_vecs = rb / 16;
-            const int total = chunk_n * row_vecs;
-            uint8_t* recv = reinterpret_cast<uint8_t*>(a.recv_x);
-            for (int base = threadIdx.x; base < total; base += kThreads * kUnroll) {
-                uint4 tmp[kUnroll];
-#pragma unroll
-                for (int u = 0; u < kUnroll; u++) {
-                    const int e = base + u * kThreads;
-                    if (e < total) {
-                        const int i = e / row_vecs, v = e % row_vecs;
-                        const uint8_t* from = direct_self(a, s) ? reinterpret_cast<const uint8_t*>(a.x + (int64_t)chunk_t[i] * H)
-                                                                : dispatch_slot(a, self, s, chunk_t[i]) + hdr;
-                        tmp[u] = __ldcg(reinterpret_cast<const uint4*>(from) + v);
-                    }
-                }
-#pragma unroll
-                for (int u = 0; u < kUnroll; u++) {
-                    const int e = base + u * kThreads;
-                    if (e < total) {
-                        const int i = e / row_vecs, v = e % row_vecs;
-                        reinterpret_cast<uint4*>(recv + ((int64_t)l * R * T + begin + count + i) * rb)[v] = tmp[u];
-                    }
-                }
-            }
-            if (a.fp8) {
-                const int groups = H / kScaleBlock;
-                for (int e = threadIdx.x; e < chunk_n * groups; e += kThreads) {
-                    const int i = e / groups, g = e % groups;
-                    const float* from = reinterpret_cast<const float*>(dispatch_slot(a, self, s, chunk_t[i]) + hdr + H);
-                    a.recv_scales[((int64_t)l * R * T + begin + count + i) * groups + g] = __ldcg(from + g);
-                }
-            }
-            count += chunk_n;
-            __syncthreads();
-        }
-        known_l = l;
-        known_ord = ord;
-        known_end = begin + count;
-        if (threadIdx.x == 0) {
-            a.layout_range[(int64_t)l * R + s] = ((int64_t)begin << 32) | (int64_t)count;
-            if (ord == R - 1) a.recv_count[l] = begin + count;
+            a.recv_count[l] = (int)running;
         }
     }
-    EPBENCH_TRACE(a, 4);
+    const int nmsg = (R - 1) * T, vecs = rb / 16;
+    bool traced = false;
+    for (int m = blockIdx.x; m < nmsg; m += gridDim.x) {
+        const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
+        wait_sources(ord + 1);
+        workers_sync();  // also: the previous message's rows are stored
+        if (failed) return;
+        if (!traced) {
+            EPBENCH_TRACE_BY(a, 3, kWarp);
+            traced = true;
+        }
+        // The row and the header in one round trip: the row's loads do not
+        // depend on where it goes.
+        const uint8_t* slot = dispatch_slot(a, self, s, t);
+        uint4 pv[kMaxRecvVecPerThread];
+#pragma unroll
+        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+            const int v = wt + u * kWorkers;
+            if (v < vecs) pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
+        }
+        float scale = 0.f;
+        if (a.fp8 && wt < groups) scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + wt);
+        if (warp == 1) {
+            const int* h = reinterpret_cast<const int*>(slot);
+            const int epoch = __ldcg(h);
+            int e = -1, p = 0;
+            if (lane < K) {
+                e = __ldcg(h + 4 + lane);
+                p = __ldcg(h + 4 + 2 * K + lane);
+            }
+            const bool mine = epoch == a.epoch && e >= lo && e < hi;
+            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            if (mine) {
+                const int l = e - lo;
+                int begin = total[e];  // the own rank's rows come first
+                for (int o = 1; o < ord; o++) begin += __ldcg(counts + (int64_t)((a.rank + o) % R) * L + l);
+                const int row = begin + p;
+                a.src_info[l * rows_per_expert + row] = t;
+                a.row_pos[((int64_t)s * T + t) * K + lane] = row;
+                rows[__popc(mines & ((1u << lane) - 1u))] = l * rows_per_expert + row;
+            }
+            if (lane == 0) nrows = __popc(mines);
+        }
+        workers_sync();
+        const int n = nrows;
+#pragma unroll
+        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+            const int v = wt + u * kWorkers;
+            if (v >= vecs) break;
+            for (int i = 0; i < n; i++) reinterpret_cast<uint4*>(recv + rows[i] * rb)[v] = pv[u];
+        }
+        if (a.fp8 && wt < groups)
+            for (int i = 0; i < n; i++) a.recv_scales[rows[i] * groups + wt] = scale;
+    }
+    EPBENCH_TRACE_BY(a, 4, kWarp);
 }
+
+namespace {
+
+// Expert side of combine for one work item: row slice `slice` of the slot
+// (source rank s, token t). It either sends the bf16 partial of the local
+// experts the token selected (rank_local_reduce) or every such expert row
+// (direct_send) to the source's combine receive area. Warp-uniform.
+__device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int s, int t, int slice) {
+    const int T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
+    const int vec_per_row = H / 8;
+    const int lane = threadIdx.x % kWarp;
+    const int lo = a.rank * L, hi = lo + L;
+    const int64_t rows_per_expert = (int64_t)a.ranks * T;
+    const uint64_t dst_base = at<uint8_t>(a.peers[s], a.off_combine_recv) - (uint8_t*)0;
+    // The routing of (s, t) (the message header, or for the own rank's
+    // tokens, never sent to itself, its own topk_idx and weights) and the
+    // rows dispatch gave the selections, all loaded in one round trip.
+    int e = -1, pos = 0;
+    float we = 0.f;
+    bool live = true;
+    if (direct_self(a, s)) {
+        if (lane < K) {
+            e = (int)a.topk_idx[(int64_t)t * K + lane];
+            we = a.topk_w[(int64_t)t * K + lane];
+        }
+    } else {
+        const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
+        live = __ldcg(h) == a.epoch;
+        if (lane < K) {
+            e = __ldcg(h + 4 + lane);
+            we = __ldcg(reinterpret_cast<const float*>(h + 4 + K) + lane);
+        }
+    }
+    if (lane < K) pos = __ldcg(a.row_pos + ((int64_t)s * T + t) * K + lane);
+    if (!live) return;
+    // Local selections in top-k order: lane k holds its expert output row
+    // and weight.
+    int64_t my_row = -1;
+    float my_w = 0.f;
+    if (e >= lo && e < hi) {
+        my_row = (int64_t)(e - lo) * rows_per_expert + pos;
+        my_w = we;
+    }
+    const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
+    if (local == 0) return;
+    const int v0 = slice * kSliceVecs + lane;
+    float acc[kVecPerLane][8];
+#pragma unroll
+    for (int u = 0; u < kVecPerLane; u++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
+    // kBatch rows' loads in flight, then used in top-k order.
+    for (unsigned m = local; m;) {
+        YRaw raw[kBatch][kVecPerLane];
+        float wb[kBatch];
+        int kb[kBatch];
+        int nb = 0;
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+            if (m == 0) break;
+            const int k = __ffs(m) - 1;
+            m &= m - 1;
+            kb[b] = k;
+            wb[b] = __shfl_sync(0xffffffffu, my_w, k);
+            load_y(a, __shfl_sync(0xffffffffu, my_row, k), v0, vec_per_row, raw[b]);
+            nb = b + 1;
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+            if (b >= nb) break;
+            if (a.combine_mode == 0) {
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++) {
+                    float f[8];
+                    decode_y(a, raw[b][u], f);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], wb[b], f[j]);
+                }
+            } else {
+                // direct_send: every expert row travels back as bf16.
+                uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)t * K + kb[b]) * (uint64_t)H * 2);
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++) {
+                    if (v0 + u * kWarp >= vec_per_row) continue;
+                    if (!a.fp8) {
+                        to[v0 + u * kWarp] = raw[b][u].v;
+                    } else {
+                        float f[8];
+                        decode_y(a, raw[b][u], f);
+                        to[v0 + u * kWarp] = pack8(f);
+                    }
+                }
+            }
+        }
+    }
+    if (a.combine_mode == 0) {
+        uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)a.rank * T + t) * (uint64_t)H * 2);
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++)
+            if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(acc[u]);
+    }
+}
+
+}  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(const LLArgs a) {
     const uint64_t deadline = global_timer() + a.timeout_ns;
@@ -375,107 +521,45 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
     const int vec_per_row = H / 8;
     const uint64_t self = a.peers[a.rank];
-    const int lane = threadIdx.x % kWarp;
-    const int gwarp = blockIdx.x * kWarps + threadIdx.x / kWarp;
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const int gwarp = blockIdx.x * kWarps + warp;
     const int nwarps = gridDim.x * kWarps;
-    const int lo = a.rank * L, hi = lo + L;
-    const int64_t rows_per_expert = (int64_t)R * T;
 
-    // --- expert side: one warp per received (source rank, token, row slice) ---
+    // --- expert side: one warp per received (source rank, token, row slice),
+    // the peers' slots first (sources from rank+1 on), then the own rank's
+    // with the worker warps while warp 0 releases the peers ---
     const int slices = (vec_per_row + kSliceVecs - 1) / kSliceVecs;
-    for (int item = gwarp; item < R * T * slices; item += nwarps) {
-        const int st = item / slices, slice = item % slices;
-        const int s = st / T, t = st % T;
-        // The routing of (s, t): the message header, or for the own rank's
-        // BF16 tokens (never sent to itself) its own topk_idx and weights.
-        int e = -1;
-        float we = 0.f;
-        if (direct_self(a, s)) {
-            if (lane < K) {
-                e = (int)a.topk_idx[(int64_t)t * K + lane];
-                we = a.topk_w[(int64_t)t * K + lane];
-            }
-        } else {
-            const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
-            if (__ldcg(h) != a.epoch) continue;
-            if (lane < K) {
-                e = __ldcg(h + 4 + lane);
-                we = __ldcg(reinterpret_cast<const float*>(h + 4 + K) + lane);
-            }
-        }
-        // Local selections in top-k order: lane k holds its expert output
-        // row and weight.
-        int64_t my_row = -1;
-        float my_w = 0.f;
-        if (e >= lo && e < hi) {
-            my_row = (int64_t)(e - lo) * rows_per_expert + a.row_pos[((int64_t)s * T + t) * K + lane];
-            my_w = we;
-        }
-        const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
-        if (local == 0) continue;
-        const uint64_t dst_base = at<uint8_t>(a.peers[s], a.off_combine_recv) - (uint8_t*)0;
-        const int v0 = slice * kSliceVecs + lane;
-        float acc[kVecPerLane][8];
-#pragma unroll
-        for (int u = 0; u < kVecPerLane; u++)
-#pragma unroll
-            for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
-        // kBatch rows' loads in flight, then used in top-k order.
-        for (unsigned m = local; m;) {
-            YRaw raw[kBatch][kVecPerLane];
-            float wb[kBatch];
-            int kb[kBatch];
-            int nb = 0;
-#pragma unroll
-            for (int b = 0; b < kBatch; b++) {
-                if (m == 0) break;
-                const int k = __ffs(m) - 1;
-                m &= m - 1;
-                kb[b] = k;
-                wb[b] = __shfl_sync(0xffffffffu, my_w, k);
-                load_y(a, __shfl_sync(0xffffffffu, my_row, k), v0, vec_per_row, raw[b]);
-                nb = b + 1;
-            }
-#pragma unroll
-            for (int b = 0; b < kBatch; b++) {
-                if (b >= nb) break;
-                if (a.combine_mode == 0) {
-#pragma unroll
-                    for (int u = 0; u < kVecPerLane; u++) {
-                        float f[8];
-                        decode_y(a, raw[b][u], f);
-#pragma unroll
-                        for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], wb[b], f[j]);
-                    }
-                } else {
-                    // direct_send: every expert row travels back as bf16.
-                    uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)t * K + kb[b]) * (uint64_t)H * 2);
-#pragma unroll
-                    for (int u = 0; u < kVecPerLane; u++) {
-                        if (v0 + u * kWarp >= vec_per_row) continue;
-                        if (!a.fp8) {
-                            to[v0 + u * kWarp] = raw[b][u].v;
-                        } else {
-                            float f[8];
-                            decode_y(a, raw[b][u], f);
-                            to[v0 + u * kWarp] = pack8(f);
-                        }
-                    }
-                }
-            }
-        }
-        if (a.combine_mode == 0) {
-            uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)a.rank * T + t) * (uint64_t)H * 2);
-#pragma unroll
-            for (int u = 0; u < kVecPerLane; u++)
-                if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(acc[u]);
+    const int peer_items = (R - 1) * T * slices, own_items = T * slices;
+    const bool worked = (int64_t)blockIdx.x * kWarps < (int64_t)max(R - 1, 1) * T * slices;
+    for (int item = gwarp; item < peer_items; item += nwarps) {
+        const int st = item / slices;
+        combine_item(a, self, (a.rank + 1 + st / T) % R, st % T, item % slices);
+    }
+    __syncthreads();
+    EPBENCH_TRACE(a, 1);
+    release_peers(a, a.peers, a.off_combine_signal, worked);
+    EPBENCH_TRACE(a, 2);
+    if (warp > 0) {
+        const int nw = gridDim.x * (kWarps - 1);
+        for (int item = blockIdx.x * (kWarps - 1) + warp - 1; item < own_items; item += nw)
+            combine_item(a, self, a.rank, item / slices, item % slices);
+        workers_sync();
+        if (worked && threadIdx.x == kWarp) {
+            __threadfence();
+            red_release_gpu_add(at<uint64_t>(self, a.off_combine_signal) + a.rank, 1);
         }
     }
-    EPBENCH_TRACE(a, 1);
-    signal_peers(a, a.off_combine_signal, (int)blockIdx.x * kWarps < R * T * slices, false);
-    EPBENCH_TRACE(a, 2);
+    EPBENCH_TRACE_BY(a, 3, kWarp);
 
     // --- source side: wait for every rank, then one warp per token ---
+    // The routing of each warp's first token is loaded before the wait.
+    int first_e = -1;
+    float first_w = 0.f;
+    if (gwarp < T * slices && lane < K) {
+        const int t = gwarp / slices;
+        first_e = (int)a.topk_idx[(int64_t)t * K + lane];
+        first_w = a.topk_w[(int64_t)t * K + lane];
+    }
     __shared__ int failed;
     if (threadIdx.x == 0) failed = 0;
     __syncthreads();
@@ -485,13 +569,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     }
     __syncthreads();
     if (failed) return;
-    EPBENCH_TRACE(a, 3);
+    EPBENCH_TRACE(a, 4);
     const uint8_t* recv = at<const uint8_t>(self, a.off_combine_recv);
     for (int item = gwarp; item < T * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
-        int e = -1;
-        float wk = 0.f;
-        if (lane < K) {
+        int e = first_e;
+        float wk = first_w;
+        if (item != gwarp && lane < K) {
             e = (int)a.topk_idx[(int64_t)t * K + lane];
             wk = a.topk_w[(int64_t)t * K + lane];
         }
@@ -561,5 +645,5 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         for (int u = 0; u < kVecPerLane; u++)
             if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(acc[u]);
     }
-    EPBENCH_TRACE(a, 4);
+    EPBENCH_TRACE(a, 5);
 }

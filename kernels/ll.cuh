@@ -29,6 +29,7 @@ struct LLArgs {
     uint64_t off_combine_signal;
     uint64_t off_dispatch_recv;    // [R, T] dispatch messages (header + row) per source rank and token
     uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
+    uint64_t off_dispatch_counts;  // int32 [R, L]: selections of each local expert per source rank
     uint64_t expect;           // every source's arrival count once this call's releases are in (cumulative)
     uint64_t timeout_ns;       // bound of every spin-wait
     int32_t rank;
@@ -45,26 +46,31 @@ struct LLArgs {
 
 constexpr int kTracePoints = 8;
 
-// Records phase boundary i of this block when tracing is on (a development
-// aid: EPBENCH_TRACE=1; one global store per block per point otherwise
-// skipped by a uniform branch).
-#define EPBENCH_TRACE(a, i)                                                                   \
+// Records phase boundary i of this block, as seen by thread `tid`, when
+// tracing is on (a development aid: EPBENCH_TRACE=1; one global store per
+// block per point, otherwise skipped by a uniform branch).
+#define EPBENCH_TRACE_BY(a, i, tid)                                                          \
     do {                                                                                       \
-        if ((a).trace != nullptr && threadIdx.x == 0) (a).trace[blockIdx.x * kTracePoints + (i)] = global_timer(); \
+        if ((a).trace != nullptr && threadIdx.x == (tid)) (a).trace[blockIdx.x * kTracePoints + (i)] = global_timer(); \
     } while (0)
+#define EPBENCH_TRACE(a, i) EPBENCH_TRACE_BY(a, i, 0)
 
 constexpr int kPhaseDispatch = 1;
 constexpr int kPhaseCombine = 2;
 constexpr int kMaxTopK = 32;
+constexpr int kMaxRanks = 256;     // config.MaxRanks
 constexpr int kWarp = 32;
 
 constexpr int kScaleBlock = 128;  // FP8 channels per scale
 
 // Dispatch message: header then the token row.
-//   int32 epoch, int32 token, int32 pad[2], int32 idx[K], float w[K], padded to 16 bytes;
+//   int32 epoch, int32 token, int32 pad[2], int32 idx[K], float w[K], int32 pos[K], padded to 128 bytes
+//   (so the row, and every slot, starts on a 128-byte line);
+//   pos[k] is the row of selection k among the rows its expert receives from this source
+//   (set for the selections on the destination rank);
 //   BF16: H bf16; FP8: H E4M3 bytes then H/128 float scales.
 // Receive slots are sized for the larger, BF16, message.
-__host__ __device__ inline int header_bytes(int topk) { return (16 + 8 * topk + 15) / 16 * 16; }
+__host__ __device__ inline int header_bytes(int topk) { return (16 + 12 * topk + 127) / 128 * 128; }
 __host__ __device__ inline int message_bytes(int topk, int hidden) { return header_bytes(topk) + 2 * hidden; }
 __host__ __device__ inline int row_bytes(int hidden, bool fp8) { return fp8 ? hidden : 2 * hidden; }
 

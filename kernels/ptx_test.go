@@ -132,11 +132,11 @@ func TestArgsPutLayout(t *testing.T) {
 		}
 		return v
 	}
-	if le(0) != 1 || le(18*8) != 19 || le(19*8) != 20 {
-		t.Fatalf("pointer fields misplaced: % x", b[:20*8])
+	if le(0) != 1 || le(19*8) != 19 || le(20*8) != 20 {
+		t.Fatalf("pointer fields misplaced: % x", b[:21*8])
 	}
-	if b[20*8] != 3 || b[ArgsSize-8] != 1 {
-		t.Fatalf("int fields misplaced: % x", b[20*8:])
+	if b[21*8] != 3 || b[ArgsSize-8] != 1 {
+		t.Fatalf("int fields misplaced: % x", b[21*8:])
 	}
 	if allocs := testing.AllocsPerRun(100, func() { a.Put(b) }); allocs != 0 {
 		t.Fatalf("Put allocates %v times", allocs)
@@ -162,11 +162,11 @@ func TestPTXOverride(t *testing.T) {
 
 func TestSenders(t *testing.T) {
 	cases := []struct{ grid, ranks, tokens, hidden, d, c int }{
-		{132, 2, 128, 7168, 128, 132}, // 2*128*14 items = 3584 warps, more than the grid has
-		{132, 2, 1, 7168, 1, 2},       // 28 items, two blocks of 16 warps
-		{132, 8, 256, 7168, 132, 132},
-		{16, 2, 128, 128, 16, 16},
-		{132, 1, 3, 1024, 3, 1}, // 6 items
+		{132, 2, 128, 7168, 128, 112}, // the peer's 128*14 items = 1792 warps, 112 blocks of 16
+		{132, 2, 1, 7168, 1, 1},       // 14 items, one block
+		{132, 8, 256, 7168, 132, 132}, // 7*256*14 items, more than the grid has
+		{16, 2, 128, 128, 16, 8},      // 128 items of one slice
+		{132, 1, 3, 1024, 3, 1},       // one rank: its own 6 items
 	}
 	for _, c := range cases {
 		if got := DispatchSenders(c.grid, c.tokens); got != c.d {
