@@ -76,9 +76,10 @@ func layoutFor(s bench.Shape) symLayout {
 	R, T, H, K := int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
 	var l symLayout
 	l.dispatchSignal = 0
-	// Each signal area: R arrival counters (one spare slot).
-	l.combineSignal = align(8*(R+1), 256)
-	l.dispatchRecv = l.combineSignal + align(8*(R+1), 256)
+	// Each signal area: R arrival counters, then two ticket counters of
+	// this rank's own blocks (kernels/ll.cu, last_ticket).
+	l.combineSignal = align(8*(R+2), 256)
+	l.dispatchRecv = l.combineSignal + align(8*(R+2), 256)
 	l.dispatchCounts = l.dispatchRecv + align(R*T*int64(kernels.MessageBytes(s.TopK, s.Hidden)), 256)
 	l.combineRecv = l.dispatchCounts + align(4*int64(s.Experts), 256)
 	l.total = l.combineRecv + align(max(T*K, R*T)*H*2, 256)
@@ -209,8 +210,8 @@ func (b *Backend) setup(g Gatherer) error {
 		}
 	}
 	if os.Getenv(TraceEnv) != "" {
-		b.traceD = must(int64(b.grid * kernels.TracePoints * 8))
-		b.traceC = must(int64(b.grid * kernels.TracePoints * 8))
+		b.traceD = must(int64(traceCalls * b.traceSlot()))
+		b.traceC = must(int64(traceCalls * b.traceSlot()))
 	}
 	if allocErr != nil {
 		return allocErr
@@ -314,11 +315,14 @@ func (b *Backend) Name() string { return "cuda" }
 // Grid is the number of blocks each kernel launches.
 func (b *Backend) Grid() int { return b.grid }
 
-func (b *Backend) launch(f Function, j int, expect *uint64, senders int) error {
+// launch runs one operation with routing j. Every source makes one release
+// per call on each rank's arrival counter, so after call n the kernel waits
+// for n from every source.
+func (b *Backend) launch(f Function, j int, expect *uint64) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
-	*expect += uint64(senders)
+	*expect++
 	b.args.TopkIdx, b.args.TopkW = b.idx[j], b.w[j]
 	b.args.Expect = *expect
 	b.args.Put(b.params.Bytes())
@@ -332,14 +336,14 @@ func (b *Backend) launch(f Function, j int, expect *uint64, senders int) error {
 // Dispatch implements bench.Backend.
 func (b *Backend) Dispatch(j int) error {
 	b.args.Epoch++
-	b.args.Trace = b.traceD
-	return b.launch(b.dispatch, j, &b.expectD, kernels.DispatchSenders(b.grid, b.shape.Tokens))
+	b.args.Trace = b.traceAt(b.traceD, b.expectD)
+	return b.launch(b.dispatch, j, &b.expectD)
 }
 
 // Combine implements bench.Backend.
 func (b *Backend) Combine(j int) error {
-	b.args.Trace = b.traceC
-	return b.launch(b.combine, j, &b.expectC, kernels.CombineSenders(b.grid, b.shape.Ranks, b.shape.Tokens, b.shape.Hidden))
+	b.args.Trace = b.traceAt(b.traceC, b.expectC)
+	return b.launch(b.combine, j, &b.expectC)
 }
 
 // Sync implements bench.Backend: it waits for the stream and reports a

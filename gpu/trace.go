@@ -12,21 +12,50 @@ import (
 // of each kernel is summarised on stderr when the backend closes.
 const TraceEnv = "EPBENCH_TRACE"
 
+// traceCalls is how many calls of each kernel keep their stamps: the
+// buffers are used in turn.
+const traceCalls = 64
+
+func (b *Backend) traceSlot() int { return b.grid * kernels.TracePoints * 8 }
+
+// traceAt is the stamps of call number `call` (0 when tracing is off).
+func (b *Backend) traceAt(base, call uint64) uint64 {
+	if base == 0 {
+		return 0
+	}
+	return base + call%traceCalls*uint64(b.traceSlot())
+}
+
+// printTrace summarises the last call of each kernel per phase, then prints
+// when each of the last calls started and ended (globaltimer ns, the same
+// clock on every GPU of a node), from which the ranks' skew can be read.
 func (b *Backend) printTrace() {
 	if b.traceD == 0 {
 		return
 	}
-	size := b.grid * kernels.TracePoints * 8
+	size := traceCalls * b.traceSlot()
 	for _, k := range []struct {
 		name   string
 		ptr    uint64
+		calls  uint64
 		phases []string
-	}{{"dispatch", b.traceD, kernels.DispatchPhases}, {"combine", b.traceC, kernels.CombinePhases}} {
+	}{{"dispatch", b.traceD, b.expectD, kernels.DispatchPhases}, {"combine", b.traceC, b.expectC, kernels.CombinePhases}} {
+		if k.calls == 0 {
+			continue
+		}
 		raw := make([]byte, size)
 		if err := CopyFromDevice(raw, k.ptr); err != nil {
 			fmt.Fprintf(os.Stderr, "epbench: trace: %v\n", err)
 			return
 		}
-		kernels.TraceSummary(os.Stderr, b.shape.Rank, k.name, k.phases, raw, b.grid)
+		slot := func(call uint64) []byte {
+			o := int(call%traceCalls) * b.traceSlot()
+			return raw[o : o+b.traceSlot()]
+		}
+		kernels.TraceSummary(os.Stderr, b.shape.Rank, k.name, k.phases, slot(k.calls-1), b.grid)
+		for c := k.calls - min(k.calls, traceCalls); c < k.calls; c++ {
+			start, end := kernels.TraceSpan(slot(c), b.grid)
+			fmt.Fprintf(os.Stderr, "epbench: trace rank %d %s call %d start %d end %d\n", b.shape.Rank, k.name, c, start, end)
+		}
 	}
 }

@@ -1,28 +1,28 @@
 // Low-latency dispatch and combine, one kernel launch each (docs/DESIGN.md).
 //
 // Dispatch: the rank's tokens are cut into contiguous ranges, one per
-// sending block. A block first sends each of its tokens, one message per
-// (token, destination rank) carrying the routing in a header; while those
-// stores drain over NVLink it counts every expert's selections (all blocks
-// count the whole topk_idx, so no grid-wide step is needed) and writes into
-// each header the row every selection takes inside its expert's block of
-// rows from this source (tokens ascending). One warp then makes the block's
-// system-scope releases while the other warps copy the block's tokens into
-// the own rank's expert rows straight from x. After the peers' releases,
-// each block copies the messages it owns (one per source token) to every
-// local expert the header names: a row is read once and written once per
-// selection, at the row its sender chose, so the receive side scans nothing.
+// sending block. Every block counts each expert's selections over the whole
+// topk_idx (a few kilobytes, so no grid-wide step is needed), which tells the
+// sending block the row each of its selections takes inside its expert's
+// rows from this rank (tokens ascending). It then sends each token, one
+// message per (token, destination peer) with the routing and those rows in a
+// header, and writes the own rank's rows from the same registers. After the
+// peers' release, each block's worker warps copy the messages it owns (one per
+// source token) to the rows their headers name, so the receive side scans
+// nothing; the last block also writes the layout.
 //
 // Combine: the expert side walks the received (source, token) slots, cut
 // into row slices so every warp of the grid has work, peers first, and
 // either reduces its local experts' weighted rows into one bf16 partial
-// (rank_local_reduce) or sends every expert row back (direct_send). One warp
-// per block releases the peers while the others do the own rank's slots; the
-// source side waits for every rank and reduces per token.
+// (rank_local_reduce) or sends every expert row back (direct_send); the own
+// rank's slots follow on the worker warps. The source side waits for every
+// rank and reduces per token.
 //
-// Arrival counters only grow: each call adds one per block that had work on
-// the source rank, and the host passes the total expected after this call
-// (kernels/senders.go). Every wait is bounded.
+// Releases: each block that had work takes a ticket when its stores are
+// issued; the block that takes a call's last ticket makes the one
+// system-scope release per peer. Arrival counters only grow, by one per call
+// and source, so the host passes the call number and nothing is cleaned
+// between calls. Every wait is bounded.
 #include <limits.h>
 
 #include "ll.cuh"
@@ -67,15 +67,33 @@ __device__ __forceinline__ int* hdr_ids(int* h) { return h + 4; }
 __device__ __forceinline__ float* hdr_w(int* h, int K) { return reinterpret_cast<float*>(h + 4 + K); }
 __device__ __forceinline__ int* hdr_pos(int* h, int K) { return h + 4 + 2 * K; }
 
-// One system-scope release per peer (and, with self, a device-scope one to
-// the own rank), made by warp 0 after the block's stores: its lanes wait in
-// the fence for those stores to drain while the other warps go on. The caller
-// has synchronised the block after the stores. Only blocks that had work
-// release (`worked` is the same on every rank, so the receiver knows how many
-// releases to expect per call: see kernels/senders.go).
-__device__ __forceinline__ void release_peers(const LLArgs& a, const uint64_t* bases, uint64_t off_signal, bool worked) {
-    if (!worked || threadIdx.x >= kWarp) return;
-    for (int q = threadIdx.x; q < a.ranks; q += kWarp) {
+__device__ __forceinline__ uint64_t atom_add_acq_rel_gpu(uint64_t* p, uint64_t v) {
+    uint64_t old;
+    asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+    return old;
+}
+
+// Takes the calling block's ticket for this call from `tickets` (a counter
+// that only grows: `blocks` tickets per call) and tells whether it was the
+// call's last. Called by one warp after a __syncthreads that follows the
+// block's stores; true in every lane of the warp that took the last ticket,
+// which then has acquired every other block's stores (the ticket is an
+// acquire-release at device scope, __syncwarp passes it on to the lanes).
+__device__ __forceinline__ bool last_ticket(uint64_t* tickets, uint64_t blocks) {
+    uint64_t t = 0;
+    if (threadIdx.x % kWarp == 0) t = atom_add_acq_rel_gpu(tickets, 1);
+    t = __shfl_sync(0xffffffffu, t, 0);
+    __syncwarp();
+    return t % blocks == blocks - 1;
+}
+
+// One system-scope release per peer, +1 on its arrival counter for this
+// rank, made by the warp that took the call's last ticket: the one fence
+// waits for every block's stores, earlier blocks do not fence at all (a
+// system-scope fence waits for the NVLink stores to drain, and many of them
+// at once slow the stream down). Warp-uniform.
+__device__ __forceinline__ void release_peers(const LLArgs& a, const uint64_t* bases, uint64_t off_signal) {
+    for (int q = threadIdx.x % kWarp; q < a.ranks; q += kWarp) {
         if (q == a.rank) continue;
         __threadfence_system();
         red_release_sys_add(at<uint64_t>(bases[q], off_signal) + a.rank, 1);
@@ -142,7 +160,6 @@ __device__ __forceinline__ void decode_y(const LLArgs& a, const YRaw& r, float f
 extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(const LLArgs a) {
     // Dynamic shared memory: two int arrays of E entries (DispatchSharedBytes).
     extern __shared__ int dyn[];
-    __shared__ int tok_pos[kMaxTopK];    // row of each selection of the current token inside its expert's rows from here
     __shared__ int dests[kMaxTopK];      // the current token's destination peers
     __shared__ int64_t own_rows[kMaxTopK];  // its own-rank rows (expert-major row index)
     __shared__ int ndest, nown;
@@ -189,35 +206,87 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     if (t0 < t1) load_x(t0);
     for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
 
+    // Destinations of a token (warp 0, lane k holding its k-th expert): the
+    // distinct peers, each named by the lowest lane that selects it, into
+    // dests/ndest. Returns the lane's rank (-1 for none).
+    auto find_dests = [&](int64_t e) {
+        const int q = e >= 0 && e < E ? (int)(e / L) : -1;
+        const unsigned same = __match_any_sync(0xffffffffu, q);
+        const bool lead = q >= 0 && !direct_self(a, q) && (__ffs(same) - 1) == lane;
+        const unsigned leads = __ballot_sync(0xffffffffu, lead);
+        if (lead) dests[__popc(leads & ((1u << lane) - 1u))] = q;
+        if (lane == 0) ndest = __popc(leads);
+        return q;
+    };
+    auto slot_at = [&](int q, int t) {
+        return at<uint8_t>(peer_base[q], a.off_dispatch_recv) + ((uint64_t)a.rank * T + t) * (uint64_t)msg;
+    };
+    const int sub = threadIdx.x % 16;                               // FP8: lane in its half-warp
+    const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;  // FP8: the half-warp
+
+    // The counters are zeroed while the first round of topk_idx is loaded.
+    const int n_ids = T * K, nb = t0 * K;
+    int64_t ids[4];
+    auto load4 = [&](int i0) {
+#pragma unroll
+        for (int u = 0; u < 4; u++) ids[u] = i0 + u * kThreads < n_ids ? __ldg(a.topk_idx + i0 + u * kThreads) : -1;
+    };
+    auto count4 = [&](int i0) {
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            if (ids[u] < 0 || ids[u] >= E) continue;
+            atomicAdd(&total[ids[u]], 1);
+            if (i0 + u * kThreads < nb) atomicAdd(&before[ids[u]], 1);
+        }
+    };
+    load4(threadIdx.x);
+    for (int e = threadIdx.x; e < 2 * E; e += kThreads) dyn[e] = 0;
+    if (threadIdx.x == 0) {
+        failed = 0;
+        waited_upto = 1;
+    }
+    __syncthreads();
+
+    // --- the rows to the peers first: they need only the destinations, and
+    // stream over NVLink while the block counts ---
+    for (int t = t0; t < t1; t++) {
+        if (warp == 0) find_dests(tok_e);
+        __syncthreads();
+        const int nd = ndest;
+        if (!a.fp8) {
+#pragma unroll
+            for (int u = 0; u < kMaxVecPerThread; u++) {
+                const int v = threadIdx.x + u * kThreads;
+                if (v >= vec_per_row) break;
+                for (int i = 0; i < nd; i++) reinterpret_cast<uint4*>(slot_at(dests[i], t) + hdr)[v] = xv[u];
+            }
+        } else {
+            // Quantised here: a half-warp holds 128 channels (16 lanes x 8
+            // channels), amax reduced within the half-warp.
+#pragma unroll
+            for (int u = 0; u < kMaxVecPerThread; u++) {
+                const int v = threadIdx.x + u * kThreads;
+                if (v >= vec_per_row) break;
+                float scale;
+                const uint2 q = quantize8(xv[u], half, &scale);
+                for (int i = 0; i < nd; i++) {
+                    uint8_t* m = slot_at(dests[i], t) + hdr;
+                    reinterpret_cast<uint2*>(m)[v] = q;
+                    if (sub == 0) reinterpret_cast<float*>(m + H)[v / 16] = scale;
+                }
+            }
+        }
+        __syncthreads();  // dests is rewritten for the next token
+        if (t + 1 < t1) load_x(t + 1);
+    }
+    EPBENCH_TRACE(a, 5);
+
     // --- count every expert's selections (every block counts all of
     // topk_idx, so no grid-wide step is needed) ---
-    {
-        const int n = T * K, nb = t0 * K;
-        int64_t v[4];
-        auto load4 = [&](int i0) {
-#pragma unroll
-            for (int u = 0; u < 4; u++) v[u] = i0 + u * kThreads < n ? __ldg(a.topk_idx + i0 + u * kThreads) : -1;
-        };
-        auto count4 = [&](int i0) {
-#pragma unroll
-            for (int u = 0; u < 4; u++) {
-                if (v[u] < 0 || v[u] >= E) continue;
-                atomicAdd(&total[v[u]], 1);
-                if (i0 + u * kThreads < nb) atomicAdd(&before[v[u]], 1);
-            }
-        };
-        load4(threadIdx.x);  // in flight while the counters are zeroed
-        for (int e = threadIdx.x; e < 2 * E; e += kThreads) dyn[e] = 0;
-        if (threadIdx.x == 0) {
-            failed = 0;
-            waited_upto = 1;
-        }
-        __syncthreads();
-        count4(threadIdx.x);
-        for (int i0 = threadIdx.x + 4 * kThreads; i0 < n; i0 += 4 * kThreads) {
-            load4(i0);
-            count4(i0);
-        }
+    count4(threadIdx.x);
+    for (int i0 = threadIdx.x + 4 * kThreads; i0 < n_ids; i0 += 4 * kThreads) {
+        load4(i0);
+        count4(i0);
     }
     __syncthreads();
     // Every peer learns how many rows each of its experts gets from here.
@@ -229,25 +298,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         }
     }
 
-    // --- send: one message per (token, destination peer); the own rank's
-    // rows are written here too, from the same registers ---
+    // --- the headers, with the row of every selection in its expert's rows
+    // from here (tokens in order), and the own rank's rows ---
     for (int t = t0; t < t1; t++) {
+        if (t1 - t0 > 1) load_x(t);  // the registers hold the block's last token
         if (warp == 0) {
-            // Rows in token order: experts within a token are distinct, so
-            // the lanes of one token never share a counter.
+            // Experts within a token are distinct, so the lanes of one token
+            // never share a counter.
             const int64_t e = tok_e;
-            const int q = e >= 0 && e < E ? (int)(e / L) : -1;
+            const int q = find_dests(e);
             int p = 0;
             if (q >= 0) {
                 p = before[e];
                 before[e] = p + 1;
             }
-            if (lane < K) tok_pos[lane] = p;
-            // Distinct peers, each named by the lowest lane that selects it.
-            const unsigned same = __match_any_sync(0xffffffffu, q);
-            const bool lead = q >= 0 && !direct_self(a, q) && (__ffs(same) - 1) == lane;
-            const unsigned leads = __ballot_sync(0xffffffffu, lead);
-            if (lead) dests[__popc(leads & ((1u << lane) - 1u))] = q;
             const bool mine = q >= 0 && direct_self(a, q);
             const unsigned mines = __ballot_sync(0xffffffffu, mine);
             if (mine) {
@@ -255,71 +319,48 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 a.src_info[(e - lo) * rows_per_expert + p] = t;
                 a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
             }
-            if (lane == 0) {
-                ndest = __popc(leads);
-                nown = __popc(mines);
+            if (lane == 0) nown = __popc(mines);
+            __syncwarp();
+            for (int i = 0; i < ndest; i++) {
+                int* mh = reinterpret_cast<int*>(slot_at(dests[i], t));
+                if (lane == 0) {
+                    mh[0] = a.epoch;
+                    mh[1] = t;
+                }
+                if (lane < K) {
+                    hdr_ids(mh)[lane] = (int)e;
+                    hdr_w(mh, K)[lane] = tok_w;
+                    hdr_pos(mh, K)[lane] = p;
+                }
             }
         }
         __syncthreads();
-        const int nd = ndest, no = nown;
-        for (int i = 0; i < nd; i++) {
-            int* mh = reinterpret_cast<int*>(at<uint8_t>(peer_base[dests[i]], a.off_dispatch_recv) +
-                                             ((uint64_t)a.rank * T + t) * (uint64_t)msg);
-            if (threadIdx.x == 0) {
-                mh[0] = a.epoch;
-                mh[1] = t;
-            }
-            if (threadIdx.x < K) {
-                hdr_ids(mh)[threadIdx.x] = (int)tok_e;
-                hdr_w(mh, K)[threadIdx.x] = tok_w;
-                hdr_pos(mh, K)[threadIdx.x] = tok_pos[threadIdx.x];
-            }
-        }
-        if (!a.fp8) {
+        const int no = nown;
 #pragma unroll
-            for (int u = 0; u < kMaxVecPerThread; u++) {
-                const int v = threadIdx.x + u * kThreads;
-                if (v >= vec_per_row) break;
-                for (int i = 0; i < nd; i++) {
-                    uint8_t* m = at<uint8_t>(peer_base[dests[i]], a.off_dispatch_recv) +
-                                 ((uint64_t)a.rank * T + t) * (uint64_t)msg;
-                    reinterpret_cast<uint4*>(m + hdr)[v] = xv[u];
-                }
+        for (int u = 0; u < kMaxVecPerThread; u++) {
+            const int v = threadIdx.x + u * kThreads;
+            if (v >= vec_per_row) break;
+            if (!a.fp8) {
                 for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xv[u];
-            }
-        } else {
-            // Quantised here, once per token: a half-warp holds 128 channels
-            // (16 lanes x 8 channels), amax reduced within the half-warp.
-            const int sub = threadIdx.x % 16;
-            const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;
-#pragma unroll
-            for (int u = 0; u < kMaxVecPerThread; u++) {
-                const int v = threadIdx.x + u * kThreads;
-                if (v >= vec_per_row) break;
-                const int g = v / 16;
+            } else {
                 float scale;
                 const uint2 q = quantize8(xv[u], half, &scale);
-                for (int i = 0; i < nd; i++) {
-                    uint8_t* m = at<uint8_t>(peer_base[dests[i]], a.off_dispatch_recv) +
-                                 ((uint64_t)a.rank * T + t) * (uint64_t)msg + hdr;
-                    reinterpret_cast<uint2*>(m)[v] = q;
-                    if (sub == 0) reinterpret_cast<float*>(m + H)[g] = scale;
-                }
                 for (int i = 0; i < no; i++) {
                     reinterpret_cast<uint2*>(recv + own_rows[i] * rb)[v] = q;
-                    if (sub == 0) a.recv_scales[own_rows[i] * groups + g] = scale;
+                    if (sub == 0) a.recv_scales[own_rows[i] * groups + v / 16] = scale;
                 }
             }
         }
         __syncthreads();  // the token's lists are rewritten for the next one
-        if (t + 1 < t1) load_x(t + 1);
     }
     EPBENCH_TRACE(a, 1);
-    // Warp 0 releases the peers and is done; its fence waits for the NVLink
-    // stores to drain while the other warps go on to the receive side.
+    // Warp 0 takes the block's ticket and, if last, releases the peers; then
+    // it is done, the other warps go on to the receive side.
     if (warp == 0) {
-        release_peers(a, peer_base, a.off_dispatch_signal, t0 < t1);
-        EPBENCH_TRACE(a, 2);
+        if (t0 < t1 && last_ticket(at<uint64_t>(self, a.off_dispatch_signal) + R, min((int)gridDim.x, T))) {
+            release_peers(a, peer_base, a.off_dispatch_signal);
+            EPBENCH_TRACE(a, 2);
+        }
         return;
     }
 
@@ -530,24 +571,31 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // with the worker warps while warp 0 releases the peers ---
     const int slices = (vec_per_row + kSliceVecs - 1) / kSliceVecs;
     const int peer_items = (R - 1) * T * slices, own_items = T * slices;
-    const bool worked = (int64_t)blockIdx.x * kWarps < (int64_t)max(R - 1, 1) * T * slices;
+    // Blocks with items of the peers take a ticket for the peers' release,
+    // blocks with items of the own rank (worker warps) one for its release.
+    const bool peer_worked = blockIdx.x * kWarps < peer_items;
+    const bool own_worked = blockIdx.x * (kWarps - 1) < own_items;
+    const uint64_t peer_blocks = min((int)gridDim.x, (peer_items + kWarps - 1) / kWarps);
+    const uint64_t own_blocks = min((int)gridDim.x, (own_items + kWarps - 2) / (kWarps - 1));
+    uint64_t* const signal = at<uint64_t>(self, a.off_combine_signal);
     for (int item = gwarp; item < peer_items; item += nwarps) {
         const int st = item / slices;
         combine_item(a, self, (a.rank + 1 + st / T) % R, st % T, item % slices);
     }
     __syncthreads();
     EPBENCH_TRACE(a, 1);
-    release_peers(a, a.peers, a.off_combine_signal, worked);
-    EPBENCH_TRACE(a, 2);
+    if (warp == 0 && peer_worked && last_ticket(signal + R, peer_blocks)) {
+        release_peers(a, a.peers, a.off_combine_signal);
+        EPBENCH_TRACE(a, 2);
+    }
     if (warp > 0) {
         const int nw = gridDim.x * (kWarps - 1);
         for (int item = blockIdx.x * (kWarps - 1) + warp - 1; item < own_items; item += nw)
             combine_item(a, self, a.rank, item / slices, item % slices);
         workers_sync();
-        if (worked && threadIdx.x == kWarp) {
-            __threadfence();
-            red_release_gpu_add(at<uint64_t>(self, a.off_combine_signal) + a.rank, 1);
-        }
+        // The own rank's partials: the last block releases them at device scope.
+        if (warp == 1 && own_worked && last_ticket(signal + R + 1, own_blocks) && lane == 0)
+            red_release_gpu_add(signal + a.rank, 1);
     }
     EPBENCH_TRACE_BY(a, 3, kWarp);
 

@@ -25,12 +25,12 @@ struct LLArgs {
     __nv_bfloat16* out;        // [T, H] combine output
     float* recv_scales;        // [L, R*T, H/128] FP8 scales (FP8 dispatch only)
     uint64_t* trace;           // null, or [grid, kTracePoints] globaltimer stamps of this call's phases
-    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank
+    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then [2] tickets
     uint64_t off_combine_signal;
     uint64_t off_dispatch_recv;    // [R, T] dispatch messages (header + row) per source rank and token
     uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
     uint64_t off_dispatch_counts;  // int32 [R, L]: selections of each local expert per source rank
-    uint64_t expect;           // every source's arrival count once this call's releases are in (cumulative)
+    uint64_t expect;           // every source's arrival count once this call's release is in: the call number
     uint64_t timeout_ns;       // bound of every spin-wait
     int32_t rank;
     int32_t ranks;

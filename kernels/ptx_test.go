@@ -159,21 +159,3 @@ func TestPTXOverride(t *testing.T) {
 		t.Fatal("default is not the embedded PTX")
 	}
 }
-
-func TestSenders(t *testing.T) {
-	cases := []struct{ grid, ranks, tokens, hidden, d, c int }{
-		{132, 2, 128, 7168, 128, 112}, // the peer's 128*14 items = 1792 warps, 112 blocks of 16
-		{132, 2, 1, 7168, 1, 1},       // 14 items, one block
-		{132, 8, 256, 7168, 132, 132}, // 7*256*14 items, more than the grid has
-		{16, 2, 128, 128, 16, 8},      // 128 items of one slice
-		{132, 1, 3, 1024, 3, 1},       // one rank: its own 6 items
-	}
-	for _, c := range cases {
-		if got := DispatchSenders(c.grid, c.tokens); got != c.d {
-			t.Errorf("DispatchSenders(%d, %d) = %d, want %d", c.grid, c.tokens, got, c.d)
-		}
-		if got := CombineSenders(c.grid, c.ranks, c.tokens, c.hidden); got != c.c {
-			t.Errorf("CombineSenders(%d, %d, %d, %d) = %d, want %d", c.grid, c.ranks, c.tokens, c.hidden, got, c.c)
-		}
-	}
-}

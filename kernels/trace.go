@@ -9,7 +9,7 @@ import (
 
 // Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu.
 var (
-	DispatchPhases = []string{"start", "sent", "signalled", "sources arrived", "end"}
+	DispatchPhases = []string{"start", "sent", "signalled", "sources arrived", "end", "rows sent"}
 	CombinePhases  = []string{"start", "peer partials sent", "signalled", "own partials", "ranks arrived", "end"}
 )
 
@@ -44,4 +44,22 @@ func TraceSummary(w io.Writer, rank int, kernel string, phases []string, raw []b
 		fmt.Fprintf(w, "epbench: trace rank %d %s %-16s blocks %3d  min %7.2f  avg %7.2f  max %7.2f us\n",
 			rank, kernel, name, n, lo, sum/float64(n), hi)
 	}
+}
+
+// TraceSpan is the earliest start stamp and the latest stamp of any phase
+// of one call (globaltimer ns), 0, 0 when none was recorded.
+func TraceSpan(raw []byte, grid int) (start, end uint64) {
+	for b := 0; b < grid; b++ {
+		for i := 0; i < TracePoints; i++ {
+			s := binary.LittleEndian.Uint64(raw[8*(b*TracePoints+i):])
+			if s == 0 {
+				continue
+			}
+			if i == 0 && (start == 0 || s < start) {
+				start = s
+			}
+			end = max(end, s)
+		}
+	}
+	return start, end
 }

@@ -38,3 +38,19 @@ func TestTraceSummary(t *testing.T) {
 		t.Errorf("an empty trace prints %q", out.String())
 	}
 }
+
+func TestTraceSpan(t *testing.T) {
+	const grid = 2
+	raw := make([]byte, grid*TracePoints*8)
+	put := func(b, i int, ns uint64) { binary.LittleEndian.PutUint64(raw[8*(b*TracePoints+i):], ns) }
+	if s, e := TraceSpan(raw, grid); s != 0 || e != 0 {
+		t.Fatalf("empty call: %d %d", s, e)
+	}
+	put(1, 0, 3000)
+	put(0, 0, 2000)
+	put(0, 4, 9000)
+	put(1, 2, 12000) // a later phase of another block is the end
+	if s, e := TraceSpan(raw, grid); s != 2000 || e != 12000 {
+		t.Fatalf("TraceSpan = %d, %d; want 2000, 12000", s, e)
+	}
+}
