@@ -53,7 +53,8 @@ type Config struct {
 
 	DispatchDtype DispatchDtype
 	CombineMode   CombineMode
-	NumBlocks     int // dispatch/combine grid size; 0 = chosen by the backend
+	Protocol      Protocol // GPU: how peers learn that data is in place
+	NumBlocks     int      // dispatch/combine grid size; 0 = chosen by the backend
 
 	KernelTiming bool // measure kernel-only times with in-process CUPTI
 	CUPTIRegion  bool // bracket only the timed loop with cudaProfilerStart/Stop
@@ -150,6 +151,9 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool) {
 	bindChoice(fs, "combine-mode", "", "combine `MODE`: rank_local_reduce or direct_send",
 		func() string { return c.CombineMode.String() },
 		func(s string) (err error) { c.CombineMode, err = parseCombineMode(s); return err })
+	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag), fenced (one fence and release per operation), or auto (inline up to 32 KiB of token rows per rank)",
+		func() string { return c.Protocol.String() },
+		func(s string) (err error) { c.Protocol, err = parseProtocol(s); return err })
 	bindInts("num-blocks")
 	bindBool(fs, &c.KernelTiming, "no-kernel-timing", "", true, "skip the kernel-only (CUPTI) measurement")
 	bindBool(fs, &c.CUPTIRegion, "cupti-region", "", false,
@@ -280,6 +284,9 @@ func (c *Config) check(source map[string]string) error {
 	if _, err := parseCombineMode(c.CombineMode.String()); err != nil {
 		return usageErr("--combine-mode", err.Error())
 	}
+	if _, err := parseProtocol(c.Protocol.String()); err != nil {
+		return usageErr("--protocol", err.Error())
+	}
 	switch c.Backend {
 	case BackendAuto, BackendCUDA, BackendCPU:
 	default:
@@ -372,6 +379,7 @@ func (c *Config) Args() []string {
 	out = append(out,
 		"--dispatch-dtype="+c.DispatchDtype.flagValue(),
 		"--combine-mode="+c.CombineMode.String(),
+		"--protocol="+c.Protocol.String(),
 		"--seed="+strconv.FormatUint(uint64(c.Seed), 10),
 	)
 	if !c.KernelTiming {

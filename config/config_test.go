@@ -113,6 +113,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--dispatch-dtype", "fp16"}, nil, `--dispatch-dtype: unknown value "fp16" (want bf16 or fp8_e4m3)`},
 		{[]string{"--combine-mode", "allreduce"}, nil, `--combine-mode: unknown value "allreduce" (want rank_local_reduce or direct_send)`},
 		{[]string{"--backend", "gpu"}, nil, `--backend: unknown value "gpu" (want cuda, cpu or auto)`},
+		{[]string{"--protocol", "ll"}, nil, `--protocol: unknown value "ll" (want auto, inline or fenced)`},
 		{[]string{"--json="}, nil, `--json: must name a file`},
 		{[]string{"--ptx-dir", ""}, nil, `--ptx-dir: must name a directory`},
 		{[]string{"--cupti-inproc=false"}, nil, `--cupti-inproc: in-process CUPTI is the only kernel timer; use --no-kernel-timing to turn it off`},
@@ -221,6 +222,9 @@ func TestParseAccepts(t *testing.T) {
 		{[]string{"--dispatch-dtype=bf16"}, func(t *testing.T, c *Config) { equal(t, DtypeBF16, c.DispatchDtype) }},
 		{[]string{"--combine-mode", "direct_send"}, func(t *testing.T, c *Config) { equal(t, DirectSend, c.CombineMode) }},
 		{[]string{"--num-blocks", "64"}, func(t *testing.T, c *Config) { equal(t, 64, c.NumBlocks) }},
+		{[]string{"--protocol", "inline"}, func(t *testing.T, c *Config) { equal(t, ProtocolInline, c.Protocol) }},
+		{[]string{"--protocol=fenced"}, func(t *testing.T, c *Config) { equal(t, ProtocolFenced, c.Protocol) }},
+		{nil, func(t *testing.T, c *Config) { equal(t, ProtocolAuto, c.Protocol) }},
 		{[]string{"--no-kernel-timing"}, func(t *testing.T, c *Config) { equal(t, false, c.KernelTiming) }},
 		{[]string{"--no-kernel-timing=false"}, func(t *testing.T, c *Config) { equal(t, true, c.KernelTiming) }},
 		{[]string{"--cupti-region"}, func(t *testing.T, c *Config) { equal(t, true, c.CUPTIRegion) }},
@@ -314,7 +318,7 @@ func TestHelp(t *testing.T) {
 			contains(t, u, "-"+f.Shorthand+", --"+f.Name)
 		}
 	})
-	equal(t, 25, n)
+	equal(t, 26, n)
 	for alias, canonical := range aliases {
 		contains(t, u, "--"+alias, "alias of --%s", canonical)
 	}
@@ -372,7 +376,7 @@ func TestArgs(t *testing.T) {
 		"--num-tokens=128", "--hidden=7168", "--num-topk=8", "--num-experts=256",
 		"--num-warmup=10", "--num-iters=50", "--num-blocks=0", "--validate-every=0",
 		"--reroute=1", "--timeout-ms=5000",
-		"--dispatch-dtype=bf16", "--combine-mode=rank_local_reduce", "--seed=1",
+		"--dispatch-dtype=bf16", "--combine-mode=rank_local_reduce", "--protocol=auto", "--seed=1",
 	}, Default().Args())
 
 	full := &Config{
@@ -521,4 +525,25 @@ func TestFault(t *testing.T) {
 	errText(t, c.Check(), `--fault: unknown operation "restart" (want dispatch or combine)`)
 	c.Fault = Fault{Op: FaultDispatch, Rank: -1}
 	errText(t, c.Check(), "--fault: rank -1 is outside [0, 256)")
+}
+
+func TestProtocolInline(t *testing.T) {
+	for _, c := range []struct {
+		p              Protocol
+		tokens, hidden int
+		want           bool
+	}{
+		{ProtocolAuto, 1, 7168, true},
+		{ProtocolAuto, 2, 7168, true}, // 28 KiB of rows
+		{ProtocolAuto, 3, 7168, false},
+		{ProtocolAuto, 128, 7168, false},
+		{ProtocolAuto, 1, 16384, true},
+		{ProtocolAuto, 2, 16384, false},
+		{ProtocolInline, 4096, 7168, true},
+		{ProtocolFenced, 1, 7168, false},
+	} {
+		if got := c.p.Inline(c.tokens, c.hidden); got != c.want {
+			t.Errorf("%v.Inline(%d, %d) = %v, want %v", c.p, c.tokens, c.hidden, got, c.want)
+		}
+	}
 }

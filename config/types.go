@@ -147,6 +147,66 @@ func parseCombineMode(s string) (CombineMode, error) {
 	return 0, fmt.Errorf("unknown value %q (want rank_local_reduce or direct_send)", s)
 }
 
+// Protocol selects how the GPU kernels tell a peer that data is in place.
+type Protocol int
+
+const (
+	// ProtocolAuto: inline for the smallest operations (InlineMaxBytes),
+	// fenced otherwise (the default).
+	ProtocolAuto Protocol = iota
+	// ProtocolInline: every 8 data bytes travel with the call's flag and
+	// the receiver polls the data itself: no fence and no signal round
+	// trip, at twice the bytes on the wire.
+	ProtocolInline
+	// ProtocolFenced: the data, then one system-scope fence and one
+	// release per peer and operation.
+	ProtocolFenced
+)
+
+// String returns the flag spelling.
+func (p Protocol) String() string {
+	switch p {
+	case ProtocolAuto:
+		return "auto"
+	case ProtocolInline:
+		return "inline"
+	case ProtocolFenced:
+		return "fenced"
+	}
+	return "Protocol(" + strconv.Itoa(int(p)) + ")"
+}
+
+func parseProtocol(s string) (Protocol, error) {
+	switch s {
+	case "auto":
+		return ProtocolAuto, nil
+	case "inline":
+		return ProtocolInline, nil
+	case "fenced":
+		return ProtocolFenced, nil
+	}
+	return 0, fmt.Errorf("unknown value %q (want auto, inline or fenced)", s)
+}
+
+// InlineMaxBytes is the most row bytes per rank (tokens × hidden × 2) for
+// which ProtocolAuto picks the inline protocol. Measured on 2 H200s
+// (docs/PERF.md): at one token of 7168 channels inline saves about 1 us per
+// operation; at 8 tokens and more its doubled bytes and polling cost as
+// much or more, so auto keeps it to one or two tokens.
+const InlineMaxBytes = 32 << 10
+
+// Inline reports whether operations of `tokens` tokens of `hidden` channels
+// use the inline protocol.
+func (p Protocol) Inline(tokens, hidden int) bool {
+	switch p {
+	case ProtocolInline:
+		return true
+	case ProtocolAuto:
+		return tokens*hidden*2 <= InlineMaxBytes
+	}
+	return false
+}
+
 // Backend names accepted by --backend. The empty string means automatic:
 // the caller picks CUDA when a device is usable and the CPU reference
 // otherwise.

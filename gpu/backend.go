@@ -44,8 +44,10 @@ type Backend struct {
 	args      kernels.Args
 	grid      int
 	capTokens int
-	expectD   uint64
+	expectD   uint64 // fenced calls so far: each source's arrival count
 	expectC   uint64
+	callsD    uint64 // calls so far
+	callsC    uint64
 
 	allocs []cu.DevicePtr
 	errw   *MappedWord // the kernels' error word, read by the host without a copy
@@ -67,13 +69,28 @@ var afterAlloc func() error
 
 // Layout of the symmetric allocation.
 type symLayout struct {
-	dispatchSignal, combineSignal, dispatchRecv, dispatchCounts, combineRecv, total int64
+	dispatchSignal, combineSignal, dispatchRecv, dispatchCounts, combineRecv int64
+	inlineDispatch, inlineCounts, inlineCombine                              int64 // sized for inlineTokens
+	total                                                                    int64
+}
+
+// inlineTokens is the most tokens per rank for which operations of a set-up
+// for shape s use the inline protocol (0: never).
+func inlineTokens(s bench.Shape, p config.Protocol) int {
+	switch {
+	case p == config.ProtocolInline:
+		return s.Tokens
+	case p == config.ProtocolAuto && s.Hidden > 0:
+		return min(s.Tokens, config.InlineMaxBytes/(2*s.Hidden))
+	}
+	return 0
 }
 
 func align(n, a int64) int64 { return (n + a - 1) / a * a }
 
-func layoutFor(s bench.Shape) symLayout {
+func layoutFor(s bench.Shape, p config.Protocol) symLayout {
 	R, T, H, K := int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
+	TI := int64(inlineTokens(s, p))
 	var l symLayout
 	l.dispatchSignal = 0
 	// Each signal area: R arrival counters, then two ticket counters of
@@ -82,16 +99,19 @@ func layoutFor(s bench.Shape) symLayout {
 	l.dispatchRecv = l.combineSignal + align(8*(R+2), 256)
 	l.dispatchCounts = l.dispatchRecv + align(R*T*int64(kernels.MessageBytes(s.TopK, s.Hidden)), 256)
 	l.combineRecv = l.dispatchCounts + align(4*int64(s.Experts), 256)
-	l.total = l.combineRecv + align(max(T*K, R*T)*H*2, 256)
+	l.inlineDispatch = l.combineRecv + align(max(T*K, R*T)*H*2, 256)
+	l.inlineCounts = l.inlineDispatch + align(R*TI*int64(kernels.InlineSlotBytes(s.TopK, s.Hidden)), 256)
+	l.inlineCombine = l.inlineCounts + align(16*int64(s.Experts), 256)
+	l.total = l.inlineCombine + align(max(TI*K, R*TI)*int64(kernels.InlineRowBytes(s.Hidden)), 256)
 	return l
 }
 
 // MemoryNeeded is the device memory a rank needs for shape s with the given
 // number of routings.
-func MemoryNeeded(s bench.Shape, routings int) int64 {
+func MemoryNeeded(s bench.Shape, routings int, p config.Protocol) int64 {
 	L, R, T, H, K := int64(s.LocalExperts()), int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
 	local := L*R*T*H*2 + L*R*T*(H/128)*4 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + T*H*2 + int64(routings)*(T*K*8+T*K*4)
-	return layoutFor(s).total + local + 8*R + 256
+	return layoutFor(s, p).total + local + 8*R + 256
 }
 
 // NewBackend sets a rank up: module, symmetric memory shared with every
@@ -110,7 +130,7 @@ func (b *Backend) setup(g Gatherer) error {
 	if s.TopK > 32 || s.Ranks > 256 {
 		return fmt.Errorf("the kernels support top-k ≤ 32 and ≤ 256 ranks")
 	}
-	need := MemoryNeeded(s, cfg.Reroute)
+	need := MemoryNeeded(s, cfg.Reroute, cfg.Protocol)
 	free, _, err := cu.MemInfo()
 	if err != nil {
 		return fmt.Errorf("cuMemGetInfo: %w", err)
@@ -157,7 +177,7 @@ func (b *Backend) setup(g Gatherer) error {
 	}
 	b.params = NewParamBlock(kernels.ArgsSize)
 
-	lay := layoutFor(s)
+	lay := layoutFor(s, cfg.Protocol)
 	local, peers, err := b.transport.Alloc(lay.total)
 	if err != nil {
 		return err
@@ -235,8 +255,10 @@ func (b *Backend) setup(g Gatherer) error {
 		OffDispatchSignal: uint64(lay.dispatchSignal), OffCombineSignal: uint64(lay.combineSignal),
 		OffDispatchRecv: uint64(lay.dispatchRecv), OffCombineRecv: uint64(lay.combineRecv),
 		OffDispatchCounts: uint64(lay.dispatchCounts),
-		TimeoutNs:         uint64(cfg.TimeoutMs) * 1_000_000,
-		Rank:              int32(s.Rank), Ranks: int32(R), Tokens: int32(T), Hidden: int32(H), TopK: int32(K),
+		OffInlineDispatch: uint64(lay.inlineDispatch), OffInlineCounts: uint64(lay.inlineCounts),
+		OffInlineCombine: uint64(lay.inlineCombine),
+		TimeoutNs:        uint64(cfg.TimeoutMs) * 1_000_000,
+		Rank:             int32(s.Rank), Ranks: int32(R), Tokens: int32(T), Hidden: int32(H), TopK: int32(K),
 		LocalEx: int32(L),
 	}
 	if cfg.CombineMode == config.DirectSend {
@@ -315,14 +337,21 @@ func (b *Backend) Name() string { return "cuda" }
 // Grid is the number of blocks each kernel launches.
 func (b *Backend) Grid() int { return b.grid }
 
-// launch runs one operation with routing j. Every source makes one release
-// per call on each rank's arrival counter, so after call n the kernel waits
-// for n from every source.
+// launch runs one operation with routing j. With the fenced protocol every
+// source makes one release per call on each rank's arrival counter, so after
+// the n-th fenced call the kernel waits for n from every source; inline calls
+// do not touch the counters.
 func (b *Backend) launch(f Function, j int, expect *uint64) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
-	*expect++
+	inline := b.cfg.Protocol.Inline(b.shape.Tokens, b.shape.Hidden)
+	b.args.InlineProto = 0
+	if inline {
+		b.args.InlineProto = 1
+	} else {
+		*expect++
+	}
 	b.args.TopkIdx, b.args.TopkW = b.idx[j], b.w[j]
 	b.args.Expect = *expect
 	b.args.Put(b.params.Bytes())
@@ -336,13 +365,15 @@ func (b *Backend) launch(f Function, j int, expect *uint64) error {
 // Dispatch implements bench.Backend.
 func (b *Backend) Dispatch(j int) error {
 	b.args.Epoch++
-	b.args.Trace = b.traceAt(b.traceD, b.expectD)
+	b.args.Trace = b.traceAt(b.traceD, b.callsD)
+	b.callsD++
 	return b.launch(b.dispatch, j, &b.expectD)
 }
 
 // Combine implements bench.Backend.
 func (b *Backend) Combine(j int) error {
-	b.args.Trace = b.traceAt(b.traceC, b.expectC)
+	b.args.Trace = b.traceAt(b.traceC, b.callsC)
+	b.callsC++
 	return b.launch(b.combine, j, &b.expectC)
 }
 

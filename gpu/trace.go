@@ -39,7 +39,7 @@ func (b *Backend) printTrace() {
 		ptr    uint64
 		calls  uint64
 		phases []string
-	}{{"dispatch", b.traceD, b.expectD, kernels.DispatchPhases}, {"combine", b.traceC, b.expectC, kernels.CombinePhases}} {
+	}{{"dispatch", b.traceD, b.callsD, kernels.DispatchPhases}, {"combine", b.traceC, b.callsC, kernels.CombinePhases}} {
 		if k.calls == 0 {
 			continue
 		}

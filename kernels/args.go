@@ -14,14 +14,16 @@ type Args struct {
 	OffDispatchSignal, OffCombineSignal        uint64
 	OffDispatchRecv, OffCombineRecv            uint64
 	OffDispatchCounts                          uint64
+	OffInlineDispatch, OffInlineCounts         uint64
+	OffInlineCombine                           uint64
 	Expect, TimeoutNs                          uint64
 	Rank, Ranks, Tokens, Hidden, TopK, LocalEx int32
 	Epoch, CombineMode                         int32
-	FP8, Reserved                              int32
+	FP8, InlineProto                           int32
 }
 
-// ArgsSize is sizeof(LLArgs): 21 eight-byte fields and 10 four-byte fields.
-const ArgsSize = 21*8 + 10*4
+// ArgsSize is sizeof(LLArgs): 24 eight-byte fields and 10 four-byte fields.
+const ArgsSize = 24*8 + 10*4
 
 // TracePoints is the number of phase stamps per block (kTracePoints).
 const TracePoints = 8
@@ -34,12 +36,12 @@ func (a *Args) Put(b []byte) {
 	for _, v := range [...]uint64{
 		a.Peers, a.Err, a.X, a.TopkIdx, a.TopkW, a.RecvX, a.RecvCount, a.SrcInfo, a.LayoutRange,
 		a.RowPos, a.Y, a.Out, a.RecvScales, a.Trace, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
-		a.OffDispatchCounts, a.Expect, a.TimeoutNs,
+		a.OffDispatchCounts, a.OffInlineDispatch, a.OffInlineCounts, a.OffInlineCombine, a.Expect, a.TimeoutNs,
 	} {
 		le.PutUint64(b[o:], v)
 		o += 8
 	}
-	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalEx, a.Epoch, a.CombineMode, a.FP8, a.Reserved} {
+	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalEx, a.Epoch, a.CombineMode, a.FP8, a.InlineProto} {
 		le.PutUint32(b[o:], uint32(v))
 		o += 4
 	}
@@ -56,3 +58,10 @@ func MessageBytes(topk, hidden int) int { return HeaderBytes(topk) + 2*hidden }
 // DispatchSharedBytes is the dynamic shared memory of a dispatch launch: two
 // int32 counters per expert.
 func DispatchSharedBytes(experts int) int { return 8 * experts }
+
+// InlineSlotBytes is the size of one inline-protocol dispatch slot
+// (inline_slot_units in ll.cuh, 16-byte units).
+func InlineSlotBytes(topk, hidden int) int { return 16 * ((1+2*topk+7)/8*8 + hidden/4) }
+
+// InlineRowBytes is the size of one inline-protocol combine row.
+func InlineRowBytes(hidden int) int { return 16 * (hidden / 4) }

@@ -18,11 +18,13 @@
 // rank's slots follow on the worker warps. The source side waits for every
 // rank and reduces per token.
 //
-// Releases: each block that had work takes a ticket when its stores are
-// issued; the block that takes a call's last ticket makes the one
-// system-scope release per peer. Arrival counters only grow, by one per call
-// and source, so the host passes the call number and nothing is cleaned
-// between calls. Every wait is bounded.
+// Releases (fenced protocol): each block that had work takes a ticket when
+// its stores are issued; the block that takes a call's last ticket makes the
+// one system-scope release per peer. Arrival counters only grow, by one per
+// fenced call and source, so the host passes the number of fenced calls and
+// nothing is cleaned between calls. Small operations use the inline protocol
+// instead (ll.cuh): the data carries the call's flag and is polled, with no
+// fence and no counter. Every wait is bounded.
 #include <limits.h>
 
 #include "ll.cuh"
@@ -67,24 +69,86 @@ __device__ __forceinline__ int* hdr_ids(int* h) { return h + 4; }
 __device__ __forceinline__ float* hdr_w(int* h, int K) { return reinterpret_cast<float*>(h + 4 + K); }
 __device__ __forceinline__ int* hdr_pos(int* h, int K) { return h + 4 + 2 * K; }
 
+// --- inline protocol (ll.cuh) ---
+__device__ __forceinline__ void unit_store(uint4* p, uint32_t d0, uint32_t d1, uint32_t flag) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d0), "r"(flag), "r"(d1), "r"(flag)
+                 : "memory");
+}
+
+__device__ __forceinline__ uint4 unit_load(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+// Waits until unit p carries `flag` in both halves and returns its 8 data
+// bytes in *d; bounded like wait_arrivals (false when it gave up).
+__device__ inline bool unit_wait(const uint4* p, uint32_t flag, uint2* d, uint64_t deadline, int* err, int phase,
+                                 int peer) {
+    for (uint32_t spins = 1;; spins++) {
+        const uint4 v = unit_load(p);
+        if (v.y == flag && v.w == flag) {
+            *d = make_uint2(v.x, v.z);
+            return true;
+        }
+        if ((spins & 255) != 0) continue;
+        if (ld_volatile(err) != 0) return false;
+        if (global_timer() > deadline) {
+            atomicCAS(err, 0, (phase << 24) | (peer + 1));
+            return false;
+        }
+    }
+}
+
+// Settles a unit whose first load is in *v: polls p until it carries the
+// flag; bounded like unit_wait. Loading many units first and settling them
+// after keeps their round trips in flight together.
+__device__ __forceinline__ bool unit_settle(const uint4* p, uint4* v, uint32_t flag, uint64_t deadline, int* err,
+                                            int phase, int peer) {
+    if (v->y == flag && v->w == flag) return true;
+    uint2 d;
+    if (!unit_wait(p, flag, &d, deadline, err, phase, peer)) return false;
+    *v = make_uint4(d.x, flag, d.y, flag);
+    return true;
+}
+
+// A 16-byte vector as two units.
+__device__ __forceinline__ void vec_store(uint4* p, uint4 v, uint32_t flag) {
+    unit_store(p, v.x, v.y, flag);
+    unit_store(p + 1, v.z, v.w, flag);
+}
+
+
+__device__ __forceinline__ uint4* inline_slot(const LLArgs& a, uint64_t base, int src, int t) {
+    return at<uint4>(base, a.off_inline_dispatch) + ((uint64_t)src * a.tokens + t) * inline_slot_units(a.topk, a.hidden);
+}
+
 __device__ __forceinline__ uint64_t atom_add_acq_rel_gpu(uint64_t* p, uint64_t v) {
     uint64_t old;
     asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
     return old;
 }
 
-// Takes the calling block's ticket for this call from `tickets` (a counter
-// that only grows: `blocks` tickets per call) and tells whether it was the
-// call's last. Called by one warp after a __syncthreads that follows the
-// block's stores; true in every lane of the warp that took the last ticket,
-// which then has acquired every other block's stores (the ticket is an
-// acquire-release at device scope, __syncwarp passes it on to the lanes).
+// Takes the calling block's ticket for this call from `tickets` (`blocks`
+// tickets per call) and tells whether it was the call's last. Called by one
+// warp after a __syncthreads that follows the block's stores; true in every
+// lane of the warp that took the last ticket, which then has acquired every
+// other block's stores (the ticket is an acquire-release at device scope,
+// __syncwarp passes it on to the lanes). The last taker sets the counter back
+// to 0 for the next call, which starts after this kernel has ended: so calls
+// with different numbers of blocks (a sweep over token counts) follow each
+// other.
 __device__ __forceinline__ bool last_ticket(uint64_t* tickets, uint64_t blocks) {
     uint64_t t = 0;
     if (threadIdx.x % kWarp == 0) t = atom_add_acq_rel_gpu(tickets, 1);
     t = __shfl_sync(0xffffffffu, t, 0);
     __syncwarp();
-    return t % blocks == blocks - 1;
+    const bool last = t == blocks - 1;
+    if (last && threadIdx.x % kWarp == 0) *reinterpret_cast<volatile uint64_t*>(tickets) = 0;
+    return last;
 }
 
 // One system-scope release per peer, +1 on its arrival counter for this
@@ -166,6 +230,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     __shared__ uint64_t peer_base[kMaxRanks];
     __shared__ int64_t rows[kMaxTopK];  // rows of the message being received
     __shared__ int nrows;
+    __shared__ int present;      // inline: the message being received exists
     __shared__ int waited_upto;  // sources of order 1..waited_upto-1 have arrived
     __shared__ int failed;
 
@@ -221,6 +286,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     auto slot_at = [&](int q, int t) {
         return at<uint8_t>(peer_base[q], a.off_dispatch_recv) + ((uint64_t)a.rank * T + t) * (uint64_t)msg;
     };
+    const bool inl = a.inline_proto != 0;
+    const uint32_t flag = (uint32_t)a.epoch;
+    const int p0 = inline_payload_unit(K);  // inline: the row's first unit in a slot
+    auto islot_at = [&](int q, int t) { return inline_slot(a, peer_base[q], a.rank, t); };
     const int sub = threadIdx.x % 16;                               // FP8: lane in its half-warp
     const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;  // FP8: the half-warp
 
@@ -258,7 +327,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             for (int u = 0; u < kMaxVecPerThread; u++) {
                 const int v = threadIdx.x + u * kThreads;
                 if (v >= vec_per_row) break;
-                for (int i = 0; i < nd; i++) reinterpret_cast<uint4*>(slot_at(dests[i], t) + hdr)[v] = xv[u];
+                for (int i = 0; i < nd; i++) {
+                    if (inl) vec_store(islot_at(dests[i], t) + p0 + 2 * v, xv[u], flag);
+                    else reinterpret_cast<uint4*>(slot_at(dests[i], t) + hdr)[v] = xv[u];
+                }
             }
         } else {
             // Quantised here: a half-warp holds 128 channels (16 lanes x 8
@@ -270,9 +342,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 float scale;
                 const uint2 q = quantize8(xv[u], half, &scale);
                 for (int i = 0; i < nd; i++) {
-                    uint8_t* m = slot_at(dests[i], t) + hdr;
-                    reinterpret_cast<uint2*>(m)[v] = q;
-                    if (sub == 0) reinterpret_cast<float*>(m + H)[v / 16] = scale;
+                    if (inl) {
+                        uint4* m = islot_at(dests[i], t) + p0;
+                        unit_store(m + v, q.x, q.y, flag);
+                        if (sub == 0) unit_store(m + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
+                    } else {
+                        uint8_t* m = slot_at(dests[i], t) + hdr;
+                        reinterpret_cast<uint2*>(m)[v] = q;
+                        if (sub == 0) reinterpret_cast<float*>(m + H)[v / 16] = scale;
+                    }
                 }
             }
         }
@@ -294,7 +372,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         for (int q = 0; q < R; q++) {
             if (direct_self(a, q)) continue;
             int* c = at<int>(peer_base[q], a.off_dispatch_counts) + (int64_t)a.rank * L;
-            for (int l = threadIdx.x; l < L; l += kThreads) c[l] = total[q * L + l];
+            uint4* ic = at<uint4>(peer_base[q], a.off_inline_counts) + (int64_t)a.rank * L;
+            for (int l = threadIdx.x; l < L; l += kThreads) {
+                if (inl) unit_store(ic + l, total[q * L + l], 0, flag);
+                else c[l] = total[q * L + l];
+            }
         }
     }
 
@@ -322,6 +404,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             if (lane == 0) nown = __popc(mines);
             __syncwarp();
             for (int i = 0; i < ndest; i++) {
+                if (inl) {
+                    uint4* m = islot_at(dests[i], t);
+                    if (lane < K) {
+                        unit_store(m + 1 + lane, (uint32_t)e, p, flag);
+                        unit_store(m + 1 + K + lane, __float_as_uint(tok_w), 0, flag);
+                    }
+                    continue;
+                }
                 int* mh = reinterpret_cast<int*>(slot_at(dests[i], t));
                 if (lane == 0) {
                     mh[0] = a.epoch;
@@ -332,6 +422,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                     hdr_w(mh, K)[lane] = tok_w;
                     hdr_pos(mh, K)[lane] = p;
                 }
+            }
+            // Inline: every peer learns whether the token comes to it.
+            for (int q = lane; inl && q < R; q += kWarp) {
+                if (direct_self(a, q)) continue;
+                bool sent = false;
+                for (int i = 0; i < ndest; i++) sent |= dests[i] == q;
+                unit_store(islot_at(q, t), sent ? 1u : 0u, 0, flag);
             }
         }
         __syncthreads();
@@ -357,7 +454,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     // Warp 0 takes the block's ticket and, if last, releases the peers; then
     // it is done, the other warps go on to the receive side.
     if (warp == 0) {
-        if (t0 < t1 && last_ticket(at<uint64_t>(self, a.off_dispatch_signal) + R, min((int)gridDim.x, T))) {
+        if (!inl && t0 < t1 && last_ticket(at<uint64_t>(self, a.off_dispatch_signal) + R, min((int)gridDim.x, T))) {
             release_peers(a, peer_base, a.off_dispatch_signal);
             EPBENCH_TRACE(a, 2);
         }
@@ -369,16 +466,33 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     // name; the last block also writes the layout ---
     const int wt = threadIdx.x - kWarp;
     const int* counts = at<const int>(self, a.off_dispatch_counts);
+    const uint4* icounts = at<const uint4>(self, a.off_inline_counts);
     const uint64_t* arrived = at<const uint64_t>(self, a.off_dispatch_signal);
-    // Waits (first worker) for the sources of order below `upto`.
+    // Waits (first worker) for the sources of order below `upto` (inline:
+    // nothing to wait for, every datum is polled).
     auto wait_sources = [&](int upto) {
-        if (wt == 0) {
+        if (wt == 0 && !inl) {
             for (int o = waited_upto; o < upto && !failed; o++) {
                 const int p = (a.rank + o) % R;
                 if (!wait_arrivals(arrived + p, a.expect, deadline, a.err, kPhaseDispatch, p)) failed = 1;
                 else waited_upto = o + 1;
             }
         }
+    };
+    // The number of rows local expert l gets from source s (false: gave up).
+    auto count_of = [&](int s, int l, int* c) {
+        if (direct_self(a, s)) {
+            *c = total[lo + l];
+            return true;
+        }
+        if (!inl) {
+            *c = __ldcg(counts + (int64_t)s * L + l);
+            return true;
+        }
+        uint2 d;
+        if (!unit_wait(icounts + (int64_t)s * L + l, flag, &d, deadline, a.err, kPhaseDispatch, s)) return false;
+        *c = (int)d.x;
+        return true;
     };
     if (blockIdx.x == gridDim.x - 1) {
         wait_sources(R);
@@ -388,20 +502,32 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             int64_t running = 0;
             for (int o = 0; o < R; o++) {
                 const int s = (a.rank + o) % R;
-                const int c = o == 0 ? total[lo + l] : __ldcg(counts + (int64_t)s * L + l);
+                int c;
+                if (!count_of(s, l, &c)) {
+                    failed = 1;
+                    break;
+                }
                 a.layout_range[(int64_t)l * R + s] = (running << 32) | (int64_t)c;
                 running += c;
             }
             a.recv_count[l] = (int)running;
         }
     }
-    const int nmsg = (R - 1) * T, vecs = rb / 16;
+    const int nmsg = (R - 1) * T;
+    const int nvec = inl && a.fp8 ? H / 8 : rb / 16;  // per row: 16-byte vectors, or inline FP8 8-byte units
     bool traced = false;
     for (int m = blockIdx.x; m < nmsg; m += gridDim.x) {
         const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
         wait_sources(ord + 1);
+        const uint4* islot = inline_slot(a, self, s, t);
+        if (inl && wt == 0) {
+            uint2 d;
+            if (!unit_wait(islot, flag, &d, deadline, a.err, kPhaseDispatch, s)) failed = 1;
+            present = d.x;
+        }
         workers_sync();  // also: the previous message's rows are stored
         if (failed) return;
+        if (inl && !present) continue;
         if (!traced) {
             EPBENCH_TRACE_BY(a, 3, kWarp);
             traced = true;
@@ -410,27 +536,68 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         // depend on where it goes.
         const uint8_t* slot = dispatch_slot(a, self, s, t);
         uint4 pv[kMaxRecvVecPerThread];
-#pragma unroll
-        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
-            const int v = wt + u * kWorkers;
-            if (v < vecs) pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
-        }
         float scale = 0.f;
-        if (a.fp8 && wt < groups) scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + wt);
-        if (warp == 1) {
-            const int* h = reinterpret_cast<const int*>(slot);
-            const int epoch = __ldcg(h);
-            int e = -1, p = 0;
-            if (lane < K) {
-                e = __ldcg(h + 4 + lane);
-                p = __ldcg(h + 4 + 2 * K + lane);
+        if (!inl) {
+#pragma unroll
+            for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+                const int v = wt + u * kWorkers;
+                if (v < nvec) pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
             }
-            const bool mine = epoch == a.epoch && e >= lo && e < hi;
+            if (a.fp8 && wt < groups) scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + wt);
+        } else {
+            // Every unit's first load in flight, then each settled.
+            const int upv = a.fp8 ? 1 : 2;  // units per vector
+            uint4 lo[kMaxRecvVecPerThread], hi[kMaxRecvVecPerThread];
+#pragma unroll
+            for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+                const int v = wt + u * kWorkers;
+                if (v >= nvec) break;
+                lo[u] = unit_load(islot + p0 + upv * v);
+                if (!a.fp8) hi[u] = unit_load(islot + p0 + upv * v + 1);
+            }
+            bool ok = true;
+#pragma unroll
+            for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+                const int v = wt + u * kWorkers;
+                if (v >= nvec || !ok) break;
+                const uint4* q = islot + p0 + upv * v;
+                ok = unit_settle(q, &lo[u], flag, deadline, a.err, kPhaseDispatch, s) &&
+                     (a.fp8 || unit_settle(q + 1, &hi[u], flag, deadline, a.err, kPhaseDispatch, s));
+                pv[u] = a.fp8 ? make_uint4(lo[u].x, lo[u].z, 0, 0) : make_uint4(lo[u].x, lo[u].z, hi[u].x, hi[u].z);
+            }
+            if (ok && a.fp8 && wt < groups) {
+                uint2 d;
+                ok = unit_wait(islot + p0 + H / 8 + wt, flag, &d, deadline, a.err, kPhaseDispatch, s);
+                scale = __uint_as_float(d.x);
+            }
+            if (!ok) failed = 1;
+        }
+        if (warp == 1) {
+            int e = -1, p = 0;
+            bool live = true;
+            if (!inl) {
+                const int* h = reinterpret_cast<const int*>(slot);
+                live = __ldcg(h) == a.epoch;
+                if (lane < K) {
+                    e = __ldcg(h + 4 + lane);
+                    p = __ldcg(h + 4 + 2 * K + lane);
+                }
+            } else if (lane < K) {
+                uint2 d;
+                if (!unit_wait(islot + 1 + lane, flag, &d, deadline, a.err, kPhaseDispatch, s)) failed = 1;
+                e = (int)d.x;
+                p = (int)d.y;
+            }
+            const bool mine = live && e >= lo && e < hi;
             const unsigned mines = __ballot_sync(0xffffffffu, mine);
             if (mine) {
                 const int l = e - lo;
                 int begin = total[e];  // the own rank's rows come first
-                for (int o = 1; o < ord; o++) begin += __ldcg(counts + (int64_t)((a.rank + o) % R) * L + l);
+                for (int o = 1; o < ord; o++) {
+                    int c = 0;
+                    if (!count_of((a.rank + o) % R, l, &c)) failed = 1;
+                    begin += c;
+                }
                 const int row = begin + p;
                 a.src_info[l * rows_per_expert + row] = t;
                 a.row_pos[((int64_t)s * T + t) * K + lane] = row;
@@ -439,12 +606,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             if (lane == 0) nrows = __popc(mines);
         }
         workers_sync();
+        if (failed) return;
         const int n = nrows;
 #pragma unroll
         for (int u = 0; u < kMaxRecvVecPerThread; u++) {
             const int v = wt + u * kWorkers;
-            if (v >= vecs) break;
-            for (int i = 0; i < n; i++) reinterpret_cast<uint4*>(recv + rows[i] * rb)[v] = pv[u];
+            if (v >= nvec) break;
+            for (int i = 0; i < n; i++) {
+                if (inl && a.fp8) reinterpret_cast<uint2*>(recv + rows[i] * rb)[v] = make_uint2(pv[u].x, pv[u].y);
+                else reinterpret_cast<uint4*>(recv + rows[i] * rb)[v] = pv[u];
+            }
         }
         if (a.fp8 && wt < groups)
             for (int i = 0; i < n; i++) a.recv_scales[rows[i] * groups + wt] = scale;
@@ -464,7 +635,10 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     const int lane = threadIdx.x % kWarp;
     const int lo = a.rank * L, hi = lo + L;
     const int64_t rows_per_expert = (int64_t)a.ranks * T;
-    const uint64_t dst_base = at<uint8_t>(a.peers[s], a.off_combine_recv) - (uint8_t*)0;
+    const uint64_t peer = a.peers[s];
+    const uint64_t dst_base = at<uint8_t>(peer, a.off_combine_recv) - (uint8_t*)0;
+    uint4* const idst = at<uint4>(peer, a.off_inline_combine);  // inline: rows of inline_row_units
+    const uint32_t flag = (uint32_t)a.epoch;
     // The routing of (s, t) (the message header, or for the own rank's
     // tokens, never sent to itself, its own topk_idx and weights) and the
     // rows dispatch gave the selections, all loaded in one round trip.
@@ -476,12 +650,21 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
             e = (int)a.topk_idx[(int64_t)t * K + lane];
             we = a.topk_w[(int64_t)t * K + lane];
         }
-    } else {
+    } else if (!a.inline_proto) {
         const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
         live = __ldcg(h) == a.epoch;
         if (lane < K) {
             e = __ldcg(h + 4 + lane);
             we = __ldcg(reinterpret_cast<const float*>(h + 4 + K) + lane);
+        }
+    } else {
+        // Inline: dispatch is over, so every unit of this call is in place.
+        const uint4* h = inline_slot(a, self, s, t);
+        const uint4 u0 = unit_load(h);
+        live = u0.y == (uint32_t)a.epoch && u0.x == 1;
+        if (lane < K) {
+            e = (int)unit_load(h + 1 + lane).x;
+            we = __uint_as_float(unit_load(h + 1 + K + lane).x);
         }
     }
     if (lane < K) pos = __ldcg(a.row_pos + ((int64_t)s * T + t) * K + lane);
@@ -531,26 +714,34 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
                 }
             } else {
                 // direct_send: every expert row travels back as bf16.
-                uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)t * K + kb[b]) * (uint64_t)H * 2);
+                const uint64_t row = (uint64_t)t * K + kb[b];
+                uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
 #pragma unroll
                 for (int u = 0; u < kVecPerLane; u++) {
-                    if (v0 + u * kWarp >= vec_per_row) continue;
-                    if (!a.fp8) {
-                        to[v0 + u * kWarp] = raw[b][u].v;
-                    } else {
+                    const int v = v0 + u * kWarp;
+                    if (v >= vec_per_row) continue;
+                    uint4 out = raw[b][u].v;
+                    if (a.fp8) {
                         float f[8];
                         decode_y(a, raw[b][u], f);
-                        to[v0 + u * kWarp] = pack8(f);
+                        out = pack8(f);
                     }
+                    if (a.inline_proto) vec_store(idst + row * inline_row_units(H) + 2 * v, out, flag);
+                    else to[v] = out;
                 }
             }
         }
     }
     if (a.combine_mode == 0) {
-        uint4* to = reinterpret_cast<uint4*>(dst_base + ((uint64_t)a.rank * T + t) * (uint64_t)H * 2);
+        const uint64_t row = (uint64_t)a.rank * T + t;
+        uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
 #pragma unroll
-        for (int u = 0; u < kVecPerLane; u++)
-            if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(acc[u]);
+        for (int u = 0; u < kVecPerLane; u++) {
+            const int v = v0 + u * kWarp;
+            if (v >= vec_per_row) continue;
+            if (a.inline_proto) vec_store(idst + row * inline_row_units(H) + 2 * v, pack8(acc[u]), flag);
+            else to[v] = pack8(acc[u]);
+        }
     }
 }
 
@@ -584,7 +775,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     }
     __syncthreads();
     EPBENCH_TRACE(a, 1);
-    if (warp == 0 && peer_worked && last_ticket(signal + R, peer_blocks)) {
+    const bool inl = a.inline_proto != 0;
+    if (warp == 0 && !inl && peer_worked && last_ticket(signal + R, peer_blocks)) {
         release_peers(a, a.peers, a.off_combine_signal);
         EPBENCH_TRACE(a, 2);
     }
@@ -594,7 +786,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             combine_item(a, self, a.rank, item / slices, item % slices);
         workers_sync();
         // The own rank's partials: the last block releases them at device scope.
-        if (warp == 1 && own_worked && last_ticket(signal + R + 1, own_blocks) && lane == 0)
+        if (warp == 1 && !inl && own_worked && last_ticket(signal + R + 1, own_blocks) && lane == 0)
             red_release_gpu_add(signal + a.rank, 1);
     }
     EPBENCH_TRACE_BY(a, 3, kWarp);
@@ -611,7 +803,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     __shared__ int failed;
     if (threadIdx.x == 0) failed = 0;
     __syncthreads();
-    if (threadIdx.x < R) {
+    if (threadIdx.x < R && !inl) {
         const uint64_t* arrived = at<const uint64_t>(self, a.off_combine_signal);
         if (!wait_arrivals(arrived + threadIdx.x, a.expect, deadline, a.err, kPhaseCombine, threadIdx.x)) failed = 1;
     }
@@ -619,6 +811,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     if (failed) return;
     EPBENCH_TRACE(a, 4);
     const uint8_t* recv = at<const uint8_t>(self, a.off_combine_recv);
+    const uint4* irecv = at<const uint4>(self, a.off_inline_combine);
+    bool ok = true;
     for (int item = gwarp; item < T * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
         int e = first_e;
@@ -630,7 +824,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         // Warp-uniform list of the terms of the sum, in the order they are added.
         const unsigned valid = __ballot_sync(0xffffffffu, e >= 0);
         int n = 0;
-        int src_row[kMaxTopK];
+        int src_row[kMaxTopK], src_rank[kMaxTopK];
         float src_w[kMaxTopK];
         if (a.combine_mode == 0) {
             // Ranks holding at least one selection, ascending; each sent one partial row.
@@ -643,6 +837,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 }
                 if (next == INT_MAX) break;
                 src_row[n] = next * T + t;
+                src_rank[n] = next;
                 src_w[n] = 1.f;
                 n++;
                 prev = next;
@@ -651,6 +846,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             for (unsigned m = valid; m; m &= m - 1) {
                 const int k = __ffs(m) - 1;
                 src_row[n] = t * K + k;
+                src_rank[n] = __shfl_sync(0xffffffffu, e, k) / L;
                 src_w[n] = __shfl_sync(0xffffffffu, wk, k);
                 n++;
             }
@@ -662,14 +858,41 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
 #pragma unroll
             for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
         for (int i0 = 0; i0 < n; i0 += kBatch) {
-            uint4 in[kBatch][kVecPerLane];
+            uint4 in[kBatch][kVecPerLane], ihi[kBatch][kVecPerLane];
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
                 if (i0 + b >= n) break;
                 const uint4* from = reinterpret_cast<const uint4*>(recv + (uint64_t)src_row[i0 + b] * H * 2);
+                const uint4* ifrom = irecv + (uint64_t)src_row[i0 + b] * inline_row_units(H);
 #pragma unroll
-                for (int u = 0; u < kVecPerLane; u++)
-                    if (v0 + u * kWarp < vec_per_row) in[b][u] = __ldcg(from + v0 + u * kWarp);
+                for (int u = 0; u < kVecPerLane; u++) {
+                    const int v = v0 + u * kWarp;
+                    if (v >= vec_per_row) continue;
+                    if (!inl) {
+                        in[b][u] = __ldcg(from + v);
+                    } else {  // first loads: the halves of the vector, settled below
+                        in[b][u] = unit_load(ifrom + 2 * v);
+                        ihi[b][u] = unit_load(ifrom + 2 * v + 1);
+                    }
+                }
+            }
+            if (inl) {
+#pragma unroll
+                for (int b = 0; b < kBatch; b++) {
+                    if (i0 + b >= n) break;
+                    const uint4* ifrom = irecv + (uint64_t)src_row[i0 + b] * inline_row_units(H);
+#pragma unroll
+                    for (int u = 0; u < kVecPerLane; u++) {
+                        const int v = v0 + u * kWarp;
+                        if (v >= vec_per_row || !ok) continue;
+                        ok = unit_settle(ifrom + 2 * v, &in[b][u], (uint32_t)a.epoch, deadline, a.err, kPhaseCombine,
+                                         src_rank[i0 + b]) &&
+                             unit_settle(ifrom + 2 * v + 1, &ihi[b][u], (uint32_t)a.epoch, deadline, a.err,
+                                         kPhaseCombine, src_rank[i0 + b]);
+                        in[b][u] = make_uint4(in[b][u].x, in[b][u].z, ihi[b][u].x, ihi[b][u].z);
+                    }
+                }
+                if (__any_sync(0xffffffffu, !ok)) return;
             }
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {

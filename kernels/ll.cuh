@@ -30,6 +30,9 @@ struct LLArgs {
     uint64_t off_dispatch_recv;    // [R, T] dispatch messages (header + row) per source rank and token
     uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
     uint64_t off_dispatch_counts;  // int32 [R, L]: selections of each local expert per source rank
+    uint64_t off_inline_dispatch;  // inline protocol: [R, T] slots of units (inline_slot_units)
+    uint64_t off_inline_counts;    // inline protocol: [R, L] units
+    uint64_t off_inline_combine;   // inline protocol: [max(T*K, R*T)] rows of H/4 units
     uint64_t expect;           // every source's arrival count once this call's release is in: the call number
     uint64_t timeout_ns;       // bound of every spin-wait
     int32_t rank;
@@ -41,7 +44,7 @@ struct LLArgs {
     int32_t epoch;             // call number, tags dispatch messages so stale slots are ignored
     int32_t combine_mode;      // 0 rank_local_reduce, 1 direct_send
     int32_t fp8;               // 1: dispatch carries E4M3 with one scale per 128 channels
-    int32_t reserved;
+    int32_t inline_proto;      // 1: every 8 data bytes travel with the call's flag (no fence, no counters)
 };
 
 constexpr int kTracePoints = 8;
@@ -73,6 +76,19 @@ constexpr int kScaleBlock = 128;  // FP8 channels per scale
 __host__ __device__ inline int header_bytes(int topk) { return (16 + 12 * topk + 127) / 128 * 128; }
 __host__ __device__ inline int message_bytes(int topk, int hidden) { return header_bytes(topk) + 2 * hidden; }
 __host__ __device__ inline int row_bytes(int hidden, bool fp8) { return fp8 ? hidden : 2 * hidden; }
+
+// Inline protocol: data travels in 16-byte units {d0, flag, d1, flag}; each
+// 8-byte half is stored in one piece, so a reader that sees the call's flag
+// in both halves has the unit's 8 data bytes. No fence and no arrival counter
+// are needed, at twice the bytes on the wire: the small operations use it.
+// A dispatch slot: unit 0 {present, -}, units 1+k {id_k, row_k}, units 1+K+k
+// {weight_k, -}, then from unit inline_payload_unit(K) the row (8 bytes per
+// unit; FP8: H/8 units of E4M3, then one unit per scale).
+__host__ __device__ inline int inline_payload_unit(int topk) { return (1 + 2 * topk + 7) / 8 * 8; }
+__host__ __device__ inline int inline_slot_units(int topk, int hidden) {
+    return inline_payload_unit(topk) + hidden / 4;  // BF16 row; FP8 (H/8 + H/128) is smaller
+}
+__host__ __device__ inline int inline_row_units(int hidden) { return hidden / 4; }  // a bf16 combine row
 
 __device__ __forceinline__ uint64_t global_timer() {
     uint64_t t;

@@ -132,11 +132,11 @@ func TestArgsPutLayout(t *testing.T) {
 		}
 		return v
 	}
-	if le(0) != 1 || le(19*8) != 19 || le(20*8) != 20 {
-		t.Fatalf("pointer fields misplaced: % x", b[:21*8])
+	if le(0) != 1 || le(22*8) != 19 || le(23*8) != 20 {
+		t.Fatalf("pointer fields misplaced: % x", b[:24*8])
 	}
-	if b[21*8] != 3 || b[ArgsSize-8] != 1 {
-		t.Fatalf("int fields misplaced: % x", b[21*8:])
+	if b[24*8] != 3 || b[ArgsSize-8] != 1 {
+		t.Fatalf("int fields misplaced: % x", b[24*8:])
 	}
 	if allocs := testing.AllocsPerRun(100, func() { a.Put(b) }); allocs != 0 {
 		t.Fatalf("Put allocates %v times", allocs)

@@ -6,7 +6,9 @@
 #   3. `epbench devices`, then each validated run under `timeout -k`;
 #   4. prints a short table last.
 # Usage: scripts/gpu-check.sh [--quick] [--out DIR]
-# Environment: NVCC (default nvcc), NP (default: GPU count), MPIRUN_ARGS.
+# Environment: NVCC (default nvcc), NP (default: GPU count), MPIRUN_ARGS,
+# PERF_ITERS (timed iterations of the performance runs, default 200),
+# REFERENCE (an ep_bench output to compare the default run with).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -96,8 +98,22 @@ for mode in rank_local_reduce direct_send; do
 	for d in 4096 8192; do run "-d $d $mode" 120 "$np" -V -d "$d" --combine-mode "$mode"; done
 	for e in 64 288; do run "-e $e $mode" 120 "$np" -V -e "$e" --combine-mode "$mode"; done
 	run "--reroute 4 $mode" 120 "$np" -V --reroute 4 --combine-mode "$mode"
+	run "-t 1 fenced $mode" 120 "$np" -V -t 1 --protocol fenced --combine-mode "$mode"
+	run "inline fp8 $mode" 120 "$np" -V --protocol inline --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
 	run "-np 1 $mode" 120 1 -V --combine-mode "$mode"
 	run "-i 1000 $mode" 300 "$np" -V -i 1000 --combine-mode "$mode"
+done
+
+# A validated sweep: one set-up re-targeted from 1 to 256 tokens crosses the
+# inline and fenced protocols and changes the grid's work per call.
+for mode in rank_local_reduce direct_send; do
+	extra=()
+	[ -n "${EPBENCH_PTX_DIR:-}" ] && extra=(--ptx-dir "$EPBENCH_PTX_DIR")
+	say "### sweep $mode: mpirun -np $np bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --combine-mode $mode"
+	timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --combine-mode "$mode" "${extra[@]}" >"$out/run.txt" 2>&1
+	rc=$?
+	cat "$out/run.txt" >>"$log"
+	if [ $rc -eq 0 ]; then results+=("sweep $mode|6 sizes validated|ok"); else results+=("sweep $mode|rc=$rc|FAIL"); status=1; tail -20 "$out/run.txt"; fi
 done
 
 # Performance table after validation (no -V): tokens x combine mode x dtype.
@@ -108,7 +124,7 @@ if [ -z "$quick" ] || [ -n "${PERF:-}" ]; then
 			for t in 1 8 32 128 256; do
 				extra=()
 				[ -n "${EPBENCH_PTX_DIR:-}" ] && extra=(--ptx-dir "$EPBENCH_PTX_DIR")
-				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -t "$t" --dispatch-dtype "$dt" --combine-mode "$mode" "${extra[@]}" >"$out/run.txt" 2>&1
+				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "$dt" --combine-mode "$mode" "${extra[@]}" >"$out/run.txt" 2>&1
 				rc=$?
 				cat "$out/run.txt" >>"$log"
 				d=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Dispatch:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
