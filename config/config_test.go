@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -546,4 +547,11 @@ func TestProtocolInline(t *testing.T) {
 			t.Errorf("%v.Inline(%d, %d) = %v, want %v", c.p, c.tokens, c.hidden, got, c.want)
 		}
 	}
+}
+
+func TestProtocolInlineUpTo(t *testing.T) {
+	equal(t, 2, ProtocolAuto.InlineUpTo(7168))
+	equal(t, 0, ProtocolAuto.InlineUpTo(0))
+	equal(t, 0, ProtocolFenced.InlineUpTo(7168))
+	equal(t, math.MaxInt, ProtocolInline.InlineUpTo(7168))
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -195,17 +196,23 @@ func parseProtocol(s string) (Protocol, error) {
 // much or more, so auto keeps it to one or two tokens.
 const InlineMaxBytes = 32 << 10
 
-// Inline reports whether operations of `tokens` tokens of `hidden` channels
-// use the inline protocol.
-func (p Protocol) Inline(tokens, hidden int) bool {
+// InlineUpTo is the most tokens per rank of `hidden` channels for which
+// operations use the inline protocol (0: none).
+func (p Protocol) InlineUpTo(hidden int) int {
 	switch p {
 	case ProtocolInline:
-		return true
+		return math.MaxInt
 	case ProtocolAuto:
-		return tokens*hidden*2 <= InlineMaxBytes
+		if hidden > 0 {
+			return InlineMaxBytes / (2 * hidden)
+		}
 	}
-	return false
+	return 0
 }
+
+// Inline reports whether operations of `tokens` tokens of `hidden` channels
+// use the inline protocol.
+func (p Protocol) Inline(tokens, hidden int) bool { return tokens <= p.InlineUpTo(hidden) }
 
 // Backend names accepted by --backend. The empty string means automatic:
 // the caller picks CUDA when a device is usable and the CPU reference

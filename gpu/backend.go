@@ -70,27 +70,15 @@ var afterAlloc func() error
 // Layout of the symmetric allocation.
 type symLayout struct {
 	dispatchSignal, combineSignal, dispatchRecv, dispatchCounts, combineRecv int64
-	inlineDispatch, inlineCounts, inlineCombine                              int64 // sized for inlineTokens
+	inlineDispatch, inlineCounts, inlineCombine                              int64 // sized for the inline protocol's tokens
 	total                                                                    int64
-}
-
-// inlineTokens is the most tokens per rank for which operations of a set-up
-// for shape s use the inline protocol (0: never).
-func inlineTokens(s bench.Shape, p config.Protocol) int {
-	switch {
-	case p == config.ProtocolInline:
-		return s.Tokens
-	case p == config.ProtocolAuto && s.Hidden > 0:
-		return min(s.Tokens, config.InlineMaxBytes/(2*s.Hidden))
-	}
-	return 0
 }
 
 func align(n, a int64) int64 { return (n + a - 1) / a * a }
 
 func layoutFor(s bench.Shape, p config.Protocol) symLayout {
 	R, T, H, K := int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
-	TI := int64(inlineTokens(s, p))
+	TI := int64(min(s.Tokens, p.InlineUpTo(s.Hidden))) // the most tokens that use the inline protocol
 	var l symLayout
 	l.dispatchSignal = 0
 	// Each signal area: R arrival counters, then two ticket counters of
@@ -345,9 +333,8 @@ func (b *Backend) launch(f Function, j int, expect *uint64) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
-	inline := b.cfg.Protocol.Inline(b.shape.Tokens, b.shape.Hidden)
 	b.args.InlineProto = 0
-	if inline {
+	if b.cfg.Protocol.Inline(b.shape.Tokens, b.shape.Hidden) {
 		b.args.InlineProto = 1
 	} else {
 		*expect++
