@@ -54,6 +54,10 @@ else
 	status=1
 fi
 
+# Every epbench run below loads the fresh PTX when the committed one differs.
+ptx_args=()
+[ -n "${EPBENCH_PTX_DIR:-}" ] && ptx_args=(--ptx-dir "$EPBENCH_PTX_DIR")
+
 # 2. Micro-benchmarks.
 if [ -f scripts/microbench.cu ]; then
 	if "$nvcc" -O3 -arch=sm_90 -o "$ptxdir/microbench" scripts/microbench.cu >>"$log" 2>&1; then
@@ -66,11 +70,9 @@ fi
 run() { # name timeout-seconds np args...
 	local name=$1 limit=$2 n=$3
 	shift 3
-	local extra=()
-	[ -n "${EPBENCH_PTX_DIR:-}" ] && extra=(--ptx-dir "$EPBENCH_PTX_DIR")
-	say "### $name: mpirun -np $n bin/epbench $* ${extra[*]}"
+	say "### $name: mpirun -np $n bin/epbench $* ${ptx_args[*]}"
 	local t0=$SECONDS
-	timeout -k 10 "$limit" mpirun "${root[@]}" -np "$n" ${MPIRUN_ARGS:-} bin/epbench "$@" "${extra[@]}" >"$out/run.txt" 2>&1
+	timeout -k 10 "$limit" mpirun "${root[@]}" -np "$n" ${MPIRUN_ARGS:-} bin/epbench "$@" "${ptx_args[@]}" >"$out/run.txt" 2>&1
 	local rc=$?
 	cat "$out/run.txt" >>"$log"
 	local v d c h
@@ -107,10 +109,8 @@ done
 # A validated sweep: one set-up re-targeted from 1 to 256 tokens crosses the
 # inline and fenced protocols and changes the grid's work per call.
 for mode in rank_local_reduce direct_send; do
-	extra=()
-	[ -n "${EPBENCH_PTX_DIR:-}" ] && extra=(--ptx-dir "$EPBENCH_PTX_DIR")
 	say "### sweep $mode: mpirun -np $np bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --combine-mode $mode"
-	timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --combine-mode "$mode" "${extra[@]}" >"$out/run.txt" 2>&1
+	timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --combine-mode "$mode" "${ptx_args[@]}" >"$out/run.txt" 2>&1
 	rc=$?
 	cat "$out/run.txt" >>"$log"
 	if [ $rc -eq 0 ]; then results+=("sweep $mode|6 sizes validated|ok"); else results+=("sweep $mode|rc=$rc|FAIL"); status=1; tail -20 "$out/run.txt"; fi
@@ -122,9 +122,7 @@ if [ -z "$quick" ] || [ -n "${PERF:-}" ]; then
 	for dt in bf16 fp8_e4m3; do
 		for mode in rank_local_reduce direct_send; do
 			for t in 1 8 32 128 256; do
-				extra=()
-				[ -n "${EPBENCH_PTX_DIR:-}" ] && extra=(--ptx-dir "$EPBENCH_PTX_DIR")
-				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "$dt" --combine-mode "$mode" "${extra[@]}" >"$out/run.txt" 2>&1
+				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "$dt" --combine-mode "$mode" "${ptx_args[@]}" >"$out/run.txt" 2>&1
 				rc=$?
 				cat "$out/run.txt" >>"$log"
 				d=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Dispatch:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
