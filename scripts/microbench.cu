@@ -1,7 +1,8 @@
 // Micro-benchmarks of the limits the LL kernels work against (docs/PERF.md):
 // SM-driven NVLink store bandwidth (one way and both ways), a local device
-// copy, a cross-GPU flag round trip with release/acquire at system scope, and
-// an empty kernel between two events. Needs two GPUs with P2P for the NVLink
+// copy, a cross-GPU flag round trip with release/acquire at system scope, an
+// empty kernel between two events, the gap the host's synchronisation leaves
+// between two operations, and a burst to the peer followed by its release. Needs two GPUs with P2P for the NVLink
 // parts. Build: nvcc -O3 -arch=sm_90 -o microbench scripts/microbench.cu
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +50,74 @@ __global__ void pong(uint64_t* peer_flag, const uint64_t* my_flag, int rounds) {
         while (ld_acquire(my_flag) != (uint64_t)i) {}
         st_release(peer_flag, i);
     }
+}
+
+__device__ __forceinline__ uint64_t gtimer() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+}
+
+// A burst of `per` vectors per block to the peer, then a release, as the LL
+// kernels do it: every block takes a ticket (acq_rel, device scope) once its
+// stores are issued, the last one makes one system-scope fence and raises the
+// peer's flag; the peer (echo) raises ours back. With fence == 0 the last
+// block raises the flag without the fence, and the peer instead polls the
+// data itself (the last vector each writing thread stores carries the round).
+// times[round] = {fence done, ack seen} in ns after the last block started.
+__global__ void burst(uint4* peer_data, size_t per, uint64_t* peer_flag, const uint64_t* my_flag,
+                      unsigned long long* tickets, int fence, uint64_t round, uint64_t* times) {
+    const uint64_t t0 = gtimer();
+    const uint4 v = make_uint4((unsigned)round, blockIdx.x, threadIdx.x, (unsigned)round);
+    uint4* p = peer_data + blockIdx.x * per;
+    for (size_t i = threadIdx.x; i < per; i += blockDim.x) p[i] = v;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    unsigned long long t;
+    asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], 1;" : "=l"(t) : "l"(tickets) : "memory");
+    if (t != gridDim.x - 1) return;
+    *reinterpret_cast<volatile unsigned long long*>(tickets) = 0;
+    if (fence) __threadfence_system();
+    const uint64_t tf = gtimer();
+    st_release(peer_flag, round);
+    while (ld_acquire(my_flag) != round) {
+    }
+    times[2 * round] = tf - t0;
+    times[2 * round + 1] = gtimer() - t0;
+}
+
+// The peer's side of burst: waits for the flag (fence) or for the data
+// (one thread per vector of the last 512 of each block's share), then
+// raises the sender's flag.
+__global__ void echo(const uint4* data, size_t per, const uint64_t* my_flag, uint64_t* peer_flag,
+                     unsigned long long* tickets, int fence, uint64_t round) {
+    if (fence) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            while (ld_acquire(my_flag) != round) {
+            }
+            st_release(peer_flag, round);
+        }
+        return;
+    }
+    const size_t last = per >= blockDim.x ? per - blockDim.x : 0;
+    if (last + threadIdx.x < per) {
+        const uint4* q = data + blockIdx.x * per + last + threadIdx.x;
+        for (;;) {
+            uint4 w;
+            asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                         : "l"(q)
+                         : "memory");
+            if (w.x == (unsigned)round && w.w == (unsigned)round) break;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    unsigned long long t;
+    asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], 1;" : "=l"(t) : "l"(tickets) : "memory");
+    if (t != gridDim.x - 1) return;
+    *reinterpret_cast<volatile unsigned long long*>(tickets) = 0;
+    st_release(peer_flag, round);
 }
 
 static float time_kernel_ms(cudaStream_t s, void (*launch)(cudaStream_t), int reps) {
@@ -108,6 +177,55 @@ int main() {
             sum += ms;
         }
         printf("empty kernel between events: avg %.2f us, best %.2f us\n", sum / 20 * 1e3, best * 1e3);
+    }
+    // The same with the grid of the LL kernels (one 512-thread block per SM).
+    {
+        cudaEvent_t a, b;
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        float sum = 0;
+        for (int r = 0; r < 21; r++) {
+            CK(cudaEventRecord(a, s0));
+            empty<<<sms, 512, 0, s0>>>();
+            CK(cudaEventRecord(b, s0));
+            CK(cudaEventSynchronize(b));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, a, b));
+            if (r > 0) sum += ms;
+        }
+        printf("empty kernel of %d x 512 threads between events: avg %.2f us\n", sms, sum / 20 * 1e3);
+    }
+    // The host's synchronisation between two operations, as the benchmark
+    // loop has it: an event after a kernel, the host waits for the stream,
+    // then records the next event; the gap between the two events is the
+    // time the host needs to see the kernel's end and get a command back to
+    // the GPU. Three ways of waiting.
+    {
+        cudaEvent_t a, b, c;
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        CK(cudaEventCreate(&c));
+        const char* names[3] = {"cudaStreamSynchronize", "cudaEventSynchronize", "cudaStreamQuery poll"};
+        for (int m = 0; m < 3; m++) {
+            float sum = 0, best = 1e9;
+            for (int r = 0; r < 41; r++) {
+                CK(cudaEventRecord(a, s0));
+                empty<<<1, 32, 0, s0>>>();
+                CK(cudaEventRecord(b, s0));
+                if (m == 0) CK(cudaStreamSynchronize(s0));
+                if (m == 1) CK(cudaEventSynchronize(b));
+                if (m == 2)
+                    while (cudaStreamQuery(s0) == cudaErrorNotReady) {
+                    }
+                CK(cudaEventRecord(c, s0));
+                CK(cudaStreamSynchronize(s0));
+                float ms;
+                CK(cudaEventElapsedTime(&ms, b, c));
+                if (r > 0) sum += ms;
+                if (r > 0 && ms < best) best = ms;
+            }
+            printf("sync gap (%s): avg %.2f us, best %.2f us\n", names[m], sum / 40 * 1e3, best * 1e3);
+        }
     }
     CK(cudaMalloc(&g_src, bytes));
     CK(cudaMalloc(&g_dst, bytes));
@@ -194,6 +312,60 @@ int main() {
         float m;
         CK(cudaEventElapsedTime(&m, a, b));
         printf("cross-GPU flag round trip (st.release.sys / ld.acquire.sys): %.2f us\n", m * 1e3 / rounds);
+    }
+    {
+        // The release scheme's cost: a burst to the peer, then the flag after
+        // one fence (fence 1), or the peer polling the data (fence 0).
+        uint64_t *f0, *f1, *times;
+        unsigned long long *k0, *k1;
+        const int rounds = 50;
+        CK(cudaSetDevice(0));
+        CK(cudaMalloc(&f0, 8));
+        CK(cudaMalloc(&k0, 8));
+        CK(cudaMalloc(&times, 16 * (rounds + 1)));
+        CK(cudaSetDevice(1));
+        CK(cudaMalloc(&f1, 8));
+        CK(cudaMalloc(&k1, 8));
+        struct Case {
+            int blocks;
+            size_t bytes;
+        };
+        for (Case c : {Case{8, 14336}, Case{128, 1835008}, Case{128, 3670016}}) {
+            for (int fence = 1; fence >= 0; fence--) {
+                CK(cudaSetDevice(1));
+                CK(cudaMemset(f1, 0, 8));
+                CK(cudaMemset(k1, 0, 8));
+                CK(cudaMemset(remote, 0, c.bytes));
+                CK(cudaDeviceSynchronize());
+                CK(cudaSetDevice(0));
+                CK(cudaMemset(f0, 0, 8));
+                CK(cudaMemset(k0, 0, 8));
+                CK(cudaDeviceSynchronize());
+                const size_t per = c.bytes / 16 / c.blocks;
+                for (int r = 1; r <= rounds; r++) {
+                    CK(cudaSetDevice(1));
+                    echo<<<c.blocks, 512, 0, s1>>>(remote, per, f1, f0, k1, fence, r);
+                    CK(cudaSetDevice(0));
+                    burst<<<c.blocks, 512, 0, s0>>>(remote, per, f1, f0, k0, fence, r, times);
+                    CK(cudaStreamSynchronize(s0));
+                    CK(cudaSetDevice(1));
+                    CK(cudaStreamSynchronize(s1));
+                }
+                CK(cudaSetDevice(0));
+                uint64_t h[2 * (rounds + 1)];
+                CK(cudaMemcpy(h, times, sizeof h, cudaMemcpyDeviceToHost));
+                double tf = 0, ta = 0;
+                for (int r = 2; r <= rounds; r++) tf += h[2 * r], ta += h[2 * r + 1];
+                tf /= (rounds - 1) * 1e3;
+                ta /= (rounds - 1) * 1e3;
+                if (fence)
+                    printf("burst %7zu B from %3d blocks, ticket + one fence + flag: fence done %.2f us, echo back %.2f us\n",
+                           c.bytes, c.blocks, tf, ta);
+                else
+                    printf("burst %7zu B from %3d blocks, peer polls the data:        echo back %.2f us\n", c.bytes,
+                           c.blocks, ta);
+            }
+        }
     }
     return 0;
 }
