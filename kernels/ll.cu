@@ -4,12 +4,13 @@
 // sending block. Every block counts each expert's selections over the whole
 // topk_idx (a few kilobytes, so no grid-wide step is needed), which tells the
 // sending block the row each of its selections takes inside its expert's
-// rows from this rank (tokens ascending). It then sends each token, one
-// message per (token, destination peer) with the routing and those rows in a
-// header, and writes the own rank's rows from the same registers. After the
-// peers' release, each block's worker warps copy the messages it owns (one per
-// source token) to the rows their headers name, so the receive side scans
-// nothing; the last block also writes the layout.
+// rows from this rank (tokens ascending). It sends each token, one message
+// per (token, destination peer), the row first and then a header with the
+// routing and those rows. Once its stores are issued the block takes its
+// ticket, and its worker warps write the own rank's rows while the peers'
+// data is on its way; after the peers' release they copy the messages the
+// block owns (one per source token) to the rows their headers name, so the
+// receive side scans nothing; the last block also writes the layout.
 //
 // Combine: the expert side walks the received (source, token) slots, cut
 // into row slices so every warp of the grid has work, peers first, and
@@ -39,6 +40,7 @@ constexpr int kWorkers = kThreads - kWarp;  // threads of warps 1.. (warp 0 make
 constexpr int kVecPerLane = 2;              // 16-byte vectors per lane in a combine work item
 constexpr int kBatch = 4;                   // rows whose loads are in flight together in combine
 constexpr int kSliceVecs = kWarp * kVecPerLane;  // a row is cut into slices of this many vectors
+constexpr int kSpreadTokens = 16;          // below: dispatch rows leave from many SMs (see the send pass)
 constexpr int kMaxVecPerThread = 4;       // 16-byte vectors of a row per thread (hidden <= 16384)
 constexpr int kMaxRecvVecPerThread = (16384 / 8 + kThreads - kWarp - 1) / (kThreads - kWarp);  // of a received row, per worker
 
@@ -252,10 +254,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
 
     // The block's first token row is loaded along with the routing below:
     // thread i holds vectors i, i + kThreads, ... of the row.
-    // Lane k of warp 0 holds the token's k-th expert id and weight.
+    // Lane k of warp 0 holds the token's k-th expert id.
     uint4 xv[kMaxVecPerThread];
     int64_t tok_e = -1;
-    float tok_w = 0.f;
     auto load_x = [&](int t) {
         const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
 #pragma unroll
@@ -263,12 +264,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             const int v = threadIdx.x + i * kThreads;
             if (v < vec_per_row) xv[i] = __ldg(src + v);
         }
-        if (threadIdx.x < K) {
-            tok_e = __ldg(a.topk_idx + (int64_t)t * K + threadIdx.x);
-            tok_w = __ldg(a.topk_w + (int64_t)t * K + threadIdx.x);
-        }
+        if (threadIdx.x < K) tok_e = __ldg(a.topk_idx + (int64_t)t * K + threadIdx.x);
     };
-    if (t0 < t1) load_x(t0);
+    // For fewer than kSpreadTokens tokens the rows leave from many SMs (see
+    // the send pass), so the block holds no row.
+    const bool spread = T < kSpreadTokens;
+    if (t0 < t1 && !spread) load_x(t0);
     for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
 
     // Destinations of a token (warp 0, lane k holding its k-th expert): the
@@ -317,40 +318,70 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     __syncthreads();
 
     // --- the rows to the peers first: they need only the destinations, and
-    // stream over NVLink while the block counts ---
-    for (int t = t0; t < t1; t++) {
+    // stream over NVLink while the blocks count. One SM stores only ~20 GB/s
+    // over NVLink, so for fewer than kSpreadTokens tokens the rows are spread
+    // over the grid 16 vectors (one FP8 scale group) at a time (group c of all
+    // tokens' rows goes to block c % grid); otherwise each block sends its own
+    // tokens from the registers that already hold them ---
+    const int row_groups = vec_per_row / 16, all_groups = T * row_groups;
+    const int stored_blocks = min((int)gridDim.x, spread ? all_groups : T);  // blocks that store (and take a ticket)
+    for (int c = (threadIdx.x / 16) * gridDim.x + blockIdx.x; spread && c < all_groups; c += (kThreads / 16) * gridDim.x) {
+        const int t = c / row_groups, v = (c % row_groups) * 16 + sub;
+        const uint4 val = __ldg(reinterpret_cast<const uint4*>(a.x + (int64_t)t * H) + v);
+        // The token's destination peers, each once: a bit per rank.
+        uint64_t seen[kMaxRanks / 64] = {};
+        for (int k = 0; k < K; k++) {
+            const int64_t e = __ldg(a.topk_idx + (int64_t)t * K + k);
+            if (e >= 0 && e < E) {
+                const int q = (int)(e / L);
+                seen[q / 64] |= 1ull << (q % 64);
+            }
+        }
+        seen[a.rank / 64] &= ~(1ull << (a.rank % 64));
+        uint2 q8;
+        float scale = 0.f;
+        if (a.fp8) q8 = quantize8(val, half, &scale);
+        for (int w = 0; w < (R + 63) / 64; w++) {
+            for (uint64_t m = seen[w]; m; m &= m - 1) {
+                const int q = w * 64 + __ffsll((long long)m) - 1;
+                if (!a.fp8) {
+                    if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
+                    else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
+                } else if (inl) {
+                    uint4* m8 = islot_at(q, t) + p0;
+                    unit_store(m8 + v, q8.x, q8.y, flag);
+                    if (sub == 0) unit_store(m8 + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
+                } else {
+                    uint8_t* m8 = slot_at(q, t) + hdr;
+                    reinterpret_cast<uint2*>(m8)[v] = q8;
+                    if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
+                }
+            }
+        }
+    }
+    for (int t = t0; !spread && t < t1; t++) {
         if (warp == 0) find_dests(tok_e);
         __syncthreads();
         const int nd = ndest;
-        if (!a.fp8) {
 #pragma unroll
-            for (int u = 0; u < kMaxVecPerThread; u++) {
-                const int v = threadIdx.x + u * kThreads;
-                if (v >= vec_per_row) break;
-                for (int i = 0; i < nd; i++) {
+        for (int u = 0; u < kMaxVecPerThread; u++) {
+            const int v = threadIdx.x + u * kThreads;
+            if (v >= vec_per_row) break;
+            uint2 q8;
+            float scale = 0.f;
+            if (a.fp8) q8 = quantize8(xv[u], half, &scale);  // a half-warp holds 128 channels
+            for (int i = 0; i < nd; i++) {
+                if (!a.fp8) {
                     if (inl) vec_store(islot_at(dests[i], t) + p0 + 2 * v, xv[u], flag);
                     else reinterpret_cast<uint4*>(slot_at(dests[i], t) + hdr)[v] = xv[u];
-                }
-            }
-        } else {
-            // Quantised here: a half-warp holds 128 channels (16 lanes x 8
-            // channels), amax reduced within the half-warp.
-#pragma unroll
-            for (int u = 0; u < kMaxVecPerThread; u++) {
-                const int v = threadIdx.x + u * kThreads;
-                if (v >= vec_per_row) break;
-                float scale;
-                const uint2 q = quantize8(xv[u], half, &scale);
-                for (int i = 0; i < nd; i++) {
-                    if (inl) {
-                        uint4* m = islot_at(dests[i], t) + p0;
-                        unit_store(m + v, q.x, q.y, flag);
-                        if (sub == 0) unit_store(m + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
-                    } else {
-                        uint8_t* m = slot_at(dests[i], t) + hdr;
-                        reinterpret_cast<uint2*>(m)[v] = q;
-                        if (sub == 0) reinterpret_cast<float*>(m + H)[v / 16] = scale;
-                    }
+                } else if (inl) {
+                    uint4* m8 = islot_at(dests[i], t) + p0;
+                    unit_store(m8 + v, q8.x, q8.y, flag);
+                    if (sub == 0) unit_store(m8 + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
+                } else {
+                    uint8_t* m8 = slot_at(dests[i], t) + hdr;
+                    reinterpret_cast<uint2*>(m8)[v] = q8;
+                    if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
                 }
             }
         }
@@ -380,35 +411,35 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         }
     }
 
-    // --- the headers, with the row of every selection in its expert's rows
-    // from here (tokens in order), and the own rank's rows ---
-    for (int t = t0; t < t1; t++) {
-        if (t1 - t0 > 1) load_x(t);  // the registers hold the block's last token
-        if (warp == 0) {
+    // --- the headers (warp 0), with the row of every selection in its
+    // expert's rows from here (tokens in order) ---
+    if (warp == 0) {
+        for (int t = t0; t < t1; t++) {
             // Experts within a token are distinct, so the lanes of one token
             // never share a counter.
-            const int64_t e = tok_e;
+            int64_t e = -1;
+            float w = 0.f;
+            if (lane < K) {
+                e = __ldg(a.topk_idx + (int64_t)t * K + lane);
+                w = __ldg(a.topk_w + (int64_t)t * K + lane);
+            }
             const int q = find_dests(e);
             int p = 0;
             if (q >= 0) {
                 p = before[e];
                 before[e] = p + 1;
             }
-            const bool mine = q >= 0 && direct_self(a, q);
-            const unsigned mines = __ballot_sync(0xffffffffu, mine);
-            if (mine) {
-                own_rows[__popc(mines & ((1u << lane) - 1u))] = (e - lo) * rows_per_expert + p;
+            if (q >= 0 && direct_self(a, q)) {
                 a.src_info[(e - lo) * rows_per_expert + p] = t;
                 a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
             }
-            if (lane == 0) nown = __popc(mines);
             __syncwarp();
             for (int i = 0; i < ndest; i++) {
                 if (inl) {
                     uint4* m = islot_at(dests[i], t);
                     if (lane < K) {
                         unit_store(m + 1 + lane, (uint32_t)e, p, flag);
-                        unit_store(m + 1 + K + lane, __float_as_uint(tok_w), 0, flag);
+                        unit_store(m + 1 + K + lane, __float_as_uint(w), 0, flag);
                     }
                     continue;
                 }
@@ -419,52 +450,78 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 }
                 if (lane < K) {
                     hdr_ids(mh)[lane] = (int)e;
-                    hdr_w(mh, K)[lane] = tok_w;
+                    hdr_w(mh, K)[lane] = w;
                     hdr_pos(mh, K)[lane] = p;
                 }
             }
             // Inline: every peer learns whether the token comes to it.
-            for (int q = lane; inl && q < R; q += kWarp) {
-                if (direct_self(a, q)) continue;
+            for (int r = lane; inl && r < R; r += kWarp) {
+                if (direct_self(a, r)) continue;
                 bool sent = false;
-                for (int i = 0; i < ndest; i++) sent |= dests[i] == q;
-                unit_store(islot_at(q, t), sent ? 1u : 0u, 0, flag);
+                for (int i = 0; i < ndest; i++) sent |= dests[i] == r;
+                unit_store(islot_at(r, t), sent ? 1u : 0u, 0, flag);
             }
+            __syncwarp();  // dests is rewritten for the next token
         }
-        __syncthreads();
+    }
+    __syncthreads();
+    EPBENCH_TRACE(a, 1);
+    // Warp 0 takes the block's ticket and, if last, releases the peers; then
+    // it is done. The own rank's rows are not part of the release: the
+    // workers write them while the peers' data is on its way, then go on to
+    // the receive side.
+    if (warp == 0) {
+        if (!inl && (int)blockIdx.x < stored_blocks &&
+            last_ticket(at<uint64_t>(self, a.off_dispatch_signal) + R, stored_blocks)) {
+            release_peers(a, peer_base, a.off_dispatch_signal);
+            EPBENCH_TRACE(a, 2);
+        }
+        return;
+    }
+    const int wt = threadIdx.x - kWarp;
+
+    // --- the own rank's rows (workers), at the rows warp 0 chose ---
+    for (int t = t0; t < t1; t++) {
+        if (warp == 1) {
+            int64_t e = -1;
+            if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
+            const bool mine = e >= lo && e < hi;
+            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            if (mine)
+                own_rows[__popc(mines & ((1u << lane) - 1u))] =
+                    (e - lo) * rows_per_expert + a.row_pos[((int64_t)a.rank * T + t) * K + lane];
+            if (lane == 0) nown = __popc(mines);
+        }
+        uint4 xr[kMaxRecvVecPerThread];
+        const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
+#pragma unroll
+        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+            const int v = wt + u * kWorkers;
+            if (v < vec_per_row) xr[u] = __ldg(src + v);
+        }
+        workers_sync();
         const int no = nown;
 #pragma unroll
-        for (int u = 0; u < kMaxVecPerThread; u++) {
-            const int v = threadIdx.x + u * kThreads;
-            if (v >= vec_per_row) break;
+        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+            const int v = wt + u * kWorkers;
+            if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
             if (!a.fp8) {
-                for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xv[u];
+                for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xr[u];
             } else {
                 float scale;
-                const uint2 q = quantize8(xv[u], half, &scale);
+                const uint2 q = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
                 for (int i = 0; i < no; i++) {
                     reinterpret_cast<uint2*>(recv + own_rows[i] * rb)[v] = q;
                     if (sub == 0) a.recv_scales[own_rows[i] * groups + v / 16] = scale;
                 }
             }
         }
-        __syncthreads();  // the token's lists are rewritten for the next one
-    }
-    EPBENCH_TRACE(a, 1);
-    // Warp 0 takes the block's ticket and, if last, releases the peers; then
-    // it is done, the other warps go on to the receive side.
-    if (warp == 0) {
-        if (!inl && t0 < t1 && last_ticket(at<uint64_t>(self, a.off_dispatch_signal) + R, min((int)gridDim.x, T))) {
-            release_peers(a, peer_base, a.off_dispatch_signal);
-            EPBENCH_TRACE(a, 2);
-        }
-        return;
+        workers_sync();  // own_rows is rewritten for the next token
     }
 
     // --- peers: the workers copy the messages this block owns (one per
     // source token, sources in order from rank+1) to the rows their headers
     // name; the last block also writes the layout ---
-    const int wt = threadIdx.x - kWarp;
     const int* counts = at<const int>(self, a.off_dispatch_counts);
     const uint4* icounts = at<const uint4>(self, a.off_inline_counts);
     const uint64_t* arrived = at<const uint64_t>(self, a.off_dispatch_signal);
@@ -516,6 +573,114 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     const int nmsg = (R - 1) * T;
     const int nvec = inl && a.fp8 ? H / 8 : rb / 16;  // per row: 16-byte vectors, or inline FP8 8-byte units
     bool traced = false;
+    if (spread) {
+        // Few messages: each worker warp of the grid takes a slice of one
+        // message (kSliceVecs of its vectors or units), so a single token's
+        // row is received by many SMs; every such warp reads the header.
+        wait_sources(R);
+        workers_sync();
+        if (failed) return;
+        const int slices = (nvec + kSliceVecs - 1) / kSliceVecs;
+        const int nw = gridDim.x * (kWarps - 1);
+        for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < nmsg * slices; item += nw) {
+            const int m = item / slices, v0 = item % slices * kSliceVecs + lane;
+            const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
+            const uint8_t* slot = dispatch_slot(a, self, s, t);
+            const uint4* islot = inline_slot(a, self, s, t);
+            // The slice's data loads first, then the header's.
+            uint4 pv[kVecPerLane], lo4[kVecPerLane], hi4[kVecPerLane];
+            const int upv = a.fp8 ? 1 : 2;  // inline: units per vector
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++) {
+                const int v = v0 + u * kWarp;
+                if (v >= nvec) continue;
+                if (!inl) {
+                    pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
+                } else {
+                    lo4[u] = unit_load(islot + p0 + upv * v);
+                    if (!a.fp8) hi4[u] = unit_load(islot + p0 + upv * v + 1);
+                }
+            }
+            bool ok = true, live = true;
+            int e = -1, p = 0;
+            if (!inl) {
+                const int* h = reinterpret_cast<const int*>(slot);
+                live = __ldcg(h) == a.epoch;
+                if (lane < K) {
+                    e = __ldcg(hdr_ids(const_cast<int*>(h)) + lane);
+                    p = __ldcg(hdr_pos(const_cast<int*>(h), K) + lane);
+                }
+            } else {
+                uint2 d;
+                ok = unit_wait(islot, flag, &d, deadline, a.err, kPhaseDispatch, s);
+                live = d.x != 0;
+                if (ok && live && lane < K) {
+                    ok = unit_wait(islot + 1 + lane, flag, &d, deadline, a.err, kPhaseDispatch, s);
+                    e = (int)d.x;
+                    p = (int)d.y;
+                }
+            }
+            if (__any_sync(0xffffffffu, !ok)) return;
+            if (!__shfl_sync(0xffffffffu, live, 0)) continue;
+            const bool mine = e >= lo && e < hi;
+            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            if (mines == 0) continue;
+            int64_t row = 0;
+            if (mine) {
+                const int l = e - lo;
+                int begin = total[e];  // the own rank's rows come first
+                for (int o = 1; o < ord && ok; o++) {
+                    int c = 0;
+                    ok = count_of((a.rank + o) % R, l, &c);
+                    begin += c;
+                }
+                row = (int64_t)l * rows_per_expert + begin + p;
+                if (v0 == lane) {  // the message's first slice
+                    a.src_info[row] = t;
+                    a.row_pos[((int64_t)s * T + t) * K + lane] = begin + p;
+                }
+            }
+            if (__any_sync(0xffffffffu, !ok)) return;
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++) {
+                const int v = v0 + u * kWarp;
+                if (v >= nvec) continue;
+                if (inl) {
+                    const uint4* q = islot + p0 + upv * v;
+                    ok = ok && unit_settle(q, &lo4[u], flag, deadline, a.err, kPhaseDispatch, s) &&
+                         (a.fp8 || unit_settle(q + 1, &hi4[u], flag, deadline, a.err, kPhaseDispatch, s));
+                    pv[u] = make_uint4(lo4[u].x, lo4[u].z, hi4[u].x, hi4[u].z);
+                }
+            }
+            if (__any_sync(0xffffffffu, !ok)) return;
+            // FP8: the scales of the slice's channel groups, one per lane.
+            const int gps = kSliceVecs * (inl ? 8 : 16) / kScaleBlock;
+            const int g = (v0 - lane) / kSliceVecs * gps + lane;
+            const bool has_scale = a.fp8 && lane < gps && g < groups;
+            float scale = 0.f;
+            if (has_scale && !inl) {
+                scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + g);
+            } else if (has_scale) {
+                uint2 d;
+                ok = unit_wait(islot + p0 + H / 8 + g, flag, &d, deadline, a.err, kPhaseDispatch, s);
+                scale = __uint_as_float(d.x);
+            }
+            if (__any_sync(0xffffffffu, !ok)) return;
+            for (unsigned mm = mines; mm; mm &= mm - 1) {
+                const int64_t r = __shfl_sync(0xffffffffu, row, __ffs(mm) - 1);
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++) {
+                    const int v = v0 + u * kWarp;
+                    if (v >= nvec) continue;
+                    if (inl && a.fp8) reinterpret_cast<uint2*>(recv + r * rb)[v] = make_uint2(pv[u].x, pv[u].y);
+                    else reinterpret_cast<uint4*>(recv + r * rb)[v] = pv[u];
+                }
+                if (has_scale) a.recv_scales[r * groups + g] = scale;
+            }
+        }
+        EPBENCH_TRACE_BY(a, 4, kWarp);
+        return;
+    }
     for (int m = blockIdx.x; m < nmsg; m += gridDim.x) {
         const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
         wait_sources(ord + 1);
@@ -754,7 +919,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const int vec_per_row = H / 8;
     const uint64_t self = a.peers[a.rank];
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    const int gwarp = blockIdx.x * kWarps + warp;
+    // Warps are numbered across the blocks first (warp w of the grid is warp
+    // w / grid of block w % grid), so a small operation's items land on as
+    // many SMs as there are items: one SM stores only ~20 GB/s over NVLink.
+    const int gwarp = warp * gridDim.x + blockIdx.x;
     const int nwarps = gridDim.x * kWarps;
 
     // --- expert side: one warp per received (source rank, token, row slice),
@@ -764,10 +932,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const int peer_items = (R - 1) * T * slices, own_items = T * slices;
     // Blocks with items of the peers take a ticket for the peers' release,
     // blocks with items of the own rank (worker warps) one for its release.
-    const bool peer_worked = blockIdx.x * kWarps < peer_items;
-    const bool own_worked = blockIdx.x * (kWarps - 1) < own_items;
-    const uint64_t peer_blocks = min((int)gridDim.x, (peer_items + kWarps - 1) / kWarps);
-    const uint64_t own_blocks = min((int)gridDim.x, (own_items + kWarps - 2) / (kWarps - 1));
+    const bool peer_worked = (int)blockIdx.x < peer_items;
+    const bool own_worked = (int)blockIdx.x < own_items;
+    const uint64_t peer_blocks = min((int)gridDim.x, peer_items);
+    const uint64_t own_blocks = min((int)gridDim.x, own_items);
     uint64_t* const signal = at<uint64_t>(self, a.off_combine_signal);
     for (int item = gwarp; item < peer_items; item += nwarps) {
         const int st = item / slices;
@@ -782,7 +950,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     }
     if (warp > 0) {
         const int nw = gridDim.x * (kWarps - 1);
-        for (int item = blockIdx.x * (kWarps - 1) + warp - 1; item < own_items; item += nw)
+        for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < own_items; item += nw)
             combine_item(a, self, a.rank, item / slices, item % slices);
         workers_sync();
         // The own rank's partials: the last block releases them at device scope.
@@ -821,49 +989,53 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             e = (int)a.topk_idx[(int64_t)t * K + lane];
             wk = a.topk_w[(int64_t)t * K + lane];
         }
-        // Warp-uniform list of the terms of the sum, in the order they are added.
+        // The terms of the sum, in the order they are added, taken one at a
+        // time (warp-uniform): rank_local_reduce: the ranks holding at least
+        // one of the token's selections, ascending, each of which sent one
+        // partial row; direct_send: the selections in top-k order.
         const unsigned valid = __ballot_sync(0xffffffffu, e >= 0);
-        int n = 0;
-        int src_row[kMaxTopK], src_rank[kMaxTopK];
-        float src_w[kMaxTopK];
-        if (a.combine_mode == 0) {
-            // Ranks holding at least one selection, ascending; each sent one partial row.
-            int prev = -1;
-            for (;;) {
-                int next = INT_MAX;
-                for (unsigned m = valid; m; m &= m - 1) {
-                    const int q = __shfl_sync(0xffffffffu, e, __ffs(m) - 1) / L;
-                    if (q > prev && q < next) next = q;
-                }
-                if (next == INT_MAX) break;
-                src_row[n] = next * T + t;
-                src_rank[n] = next;
-                src_w[n] = 1.f;
-                n++;
-                prev = next;
+        const unsigned my_rank = e >= 0 ? (unsigned)(e / L) : UINT_MAX;
+        int prev = -1;          // rank_local_reduce: the last rank taken
+        unsigned left = valid;  // direct_send: the selections not taken yet
+        auto next_term = [&](int* row, int* rank, float* w) {
+            if (a.combine_mode == 0) {
+                const unsigned q =
+                    __reduce_min_sync(0xffffffffu, (int)my_rank > prev && my_rank != UINT_MAX ? my_rank : UINT_MAX);
+                if (q == UINT_MAX) return false;
+                prev = (int)q;
+                *row = (int)q * T + t;
+                *rank = (int)q;
+                *w = 1.f;
+                return true;
             }
-        } else {
-            for (unsigned m = valid; m; m &= m - 1) {
-                const int k = __ffs(m) - 1;
-                src_row[n] = t * K + k;
-                src_rank[n] = __shfl_sync(0xffffffffu, e, k) / L;
-                src_w[n] = __shfl_sync(0xffffffffu, wk, k);
-                n++;
-            }
-        }
+            if (left == 0) return false;
+            const int k = __ffs(left) - 1;
+            left &= left - 1;
+            *row = t * K + k;
+            *rank = __shfl_sync(0xffffffffu, e, k) / L;
+            *w = __shfl_sync(0xffffffffu, wk, k);
+            return true;
+        };
         const int v0 = slice * kSliceVecs + lane;
         float acc[kVecPerLane][8];
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++)
 #pragma unroll
             for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
-        for (int i0 = 0; i0 < n; i0 += kBatch) {
+        for (bool more = true; more;) {
             uint4 in[kBatch][kVecPerLane], ihi[kBatch][kVecPerLane];
+            int rowb[kBatch], rankb[kBatch];
+            float wb[kBatch];
+            int nb = 0;
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
-                if (i0 + b >= n) break;
-                const uint4* from = reinterpret_cast<const uint4*>(recv + (uint64_t)src_row[i0 + b] * H * 2);
-                const uint4* ifrom = irecv + (uint64_t)src_row[i0 + b] * inline_row_units(H);
+                if (!next_term(&rowb[b], &rankb[b], &wb[b])) {
+                    more = false;
+                    break;
+                }
+                nb = b + 1;
+                const uint4* from = reinterpret_cast<const uint4*>(recv + (uint64_t)rowb[b] * H * 2);
+                const uint4* ifrom = irecv + (uint64_t)rowb[b] * inline_row_units(H);
 #pragma unroll
                 for (int u = 0; u < kVecPerLane; u++) {
                     const int v = v0 + u * kWarp;
@@ -879,16 +1051,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             if (inl) {
 #pragma unroll
                 for (int b = 0; b < kBatch; b++) {
-                    if (i0 + b >= n) break;
-                    const uint4* ifrom = irecv + (uint64_t)src_row[i0 + b] * inline_row_units(H);
+                    if (b >= nb) break;
+                    const uint4* ifrom = irecv + (uint64_t)rowb[b] * inline_row_units(H);
 #pragma unroll
                     for (int u = 0; u < kVecPerLane; u++) {
                         const int v = v0 + u * kWarp;
                         if (v >= vec_per_row || !ok) continue;
                         ok = unit_settle(ifrom + 2 * v, &in[b][u], (uint32_t)a.epoch, deadline, a.err, kPhaseCombine,
-                                         src_rank[i0 + b]) &&
+                                         rankb[b]) &&
                              unit_settle(ifrom + 2 * v + 1, &ihi[b][u], (uint32_t)a.epoch, deadline, a.err,
-                                         kPhaseCombine, src_rank[i0 + b]);
+                                         kPhaseCombine, rankb[b]);
                         in[b][u] = make_uint4(in[b][u].x, in[b][u].z, ihi[b][u].x, ihi[b][u].z);
                     }
                 }
@@ -896,7 +1068,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             }
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
-                if (i0 + b >= n) break;
+                if (b >= nb) break;
 #pragma unroll
                 for (int u = 0; u < kVecPerLane; u++) {
                     float f[8];
@@ -906,11 +1078,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                         for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], f[j]);
                     } else {
 #pragma unroll
-                        for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], src_w[i0 + b], f[j]);
+                        for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], wb[b], f[j]);
                     }
                 }
             }
         }
+        if (item == gwarp) EPBENCH_TRACE(a, 6);
         uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++)

@@ -10,7 +10,7 @@ import (
 // Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu.
 var (
 	DispatchPhases = []string{"start", "sent", "signalled", "sources arrived", "end", "rows sent"}
-	CombinePhases  = []string{"start", "peer partials sent", "signalled", "own partials", "ranks arrived", "end"}
+	CombinePhases  = []string{"start", "peer partials sent", "signalled", "own partials", "ranks arrived", "end", "rows summed"}
 )
 
 // TraceSummary prints, per phase, the min/avg/max over blocks of the time
