@@ -114,7 +114,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--dispatch-dtype", "fp16"}, nil, `--dispatch-dtype: unknown value "fp16" (want bf16 or fp8_e4m3)`},
 		{[]string{"--combine-mode", "allreduce"}, nil, `--combine-mode: unknown value "allreduce" (want rank_local_reduce or direct_send)`},
 		{[]string{"--backend", "gpu"}, nil, `--backend: unknown value "gpu" (want cuda, cpu or auto)`},
-		{[]string{"--protocol", "ll"}, nil, `--protocol: unknown value "ll" (want auto, inline or fenced)`},
+		{[]string{"--protocol", "ll"}, nil, `--protocol: unknown value "ll" (want auto, inline, fenced or lines)`},
 		{[]string{"--json="}, nil, `--json: must name a file`},
 		{[]string{"--ptx-dir", ""}, nil, `--ptx-dir: must name a directory`},
 		{[]string{"--cupti-inproc=false"}, nil, `--cupti-inproc: in-process CUPTI is the only kernel timer; use --no-kernel-timing to turn it off`},
@@ -225,6 +225,7 @@ func TestParseAccepts(t *testing.T) {
 		{[]string{"--num-blocks", "64"}, func(t *testing.T, c *Config) { equal(t, 64, c.NumBlocks) }},
 		{[]string{"--protocol", "inline"}, func(t *testing.T, c *Config) { equal(t, ProtocolInline, c.Protocol) }},
 		{[]string{"--protocol=fenced"}, func(t *testing.T, c *Config) { equal(t, ProtocolFenced, c.Protocol) }},
+		{[]string{"--protocol=lines"}, func(t *testing.T, c *Config) { equal(t, ProtocolLines, c.Protocol) }},
 		{nil, func(t *testing.T, c *Config) { equal(t, ProtocolAuto, c.Protocol) }},
 		{[]string{"--no-kernel-timing"}, func(t *testing.T, c *Config) { equal(t, false, c.KernelTiming) }},
 		{[]string{"--no-kernel-timing=false"}, func(t *testing.T, c *Config) { equal(t, true, c.KernelTiming) }},
@@ -542,11 +543,38 @@ func TestProtocolInline(t *testing.T) {
 		{ProtocolAuto, 2, 16384, false},
 		{ProtocolInline, 4096, 7168, true},
 		{ProtocolFenced, 1, 7168, false},
+		{ProtocolLines, 1, 7168, false},
 	} {
 		if got := c.p.Inline(c.tokens, c.hidden); got != c.want {
 			t.Errorf("%v.Inline(%d, %d) = %v, want %v", c.p, c.tokens, c.hidden, got, c.want)
 		}
 	}
+}
+
+func TestProtocolDispatchLines(t *testing.T) {
+	for _, c := range []struct {
+		p      Protocol
+		tokens int
+		dt     DispatchDtype
+		nvlink bool
+		want   bool
+	}{
+		{ProtocolLines, 1, DtypeBF16, true, true},
+		{ProtocolLines, 4096, DtypeFP8E4M3, true, true},
+		{ProtocolLines, 128, DtypeBF16, false, false}, // lines needs NVLink
+		{ProtocolAuto, 128, DtypeBF16, true, true},
+		{ProtocolAuto, 3, DtypeBF16, true, true},
+		{ProtocolAuto, 2, DtypeBF16, true, false}, // inline
+		{ProtocolAuto, 128, DtypeFP8E4M3, true, false},
+		{ProtocolAuto, 128, DtypeBF16, false, false},
+		{ProtocolFenced, 128, DtypeBF16, true, false},
+		{ProtocolInline, 128, DtypeBF16, true, false},
+	} {
+		if got := c.p.DispatchLines(c.tokens, 7168, c.dt, c.nvlink); got != c.want {
+			t.Errorf("%v.DispatchLines(%d, 7168, %v, nvlink %v) = %v, want %v", c.p, c.tokens, c.dt, c.nvlink, got, c.want)
+		}
+	}
+	equal(t, "lines", ProtocolLines.String())
 }
 
 func TestProtocolInlineUpTo(t *testing.T) {

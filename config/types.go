@@ -152,8 +152,9 @@ func parseCombineMode(s string) (CombineMode, error) {
 type Protocol int
 
 const (
-	// ProtocolAuto: inline for the smallest operations (InlineMaxBytes),
-	// fenced otherwise (the default).
+	// ProtocolAuto (the default): inline for the smallest operations
+	// (InlineMaxBytes); above that, lines for a BF16 dispatch between GPUs
+	// that all reach each other over NVLink, fenced otherwise.
 	ProtocolAuto Protocol = iota
 	// ProtocolInline: every 8 data bytes travel with the call's flag and
 	// the receiver polls the data itself: no fence and no signal round
@@ -162,6 +163,12 @@ const (
 	// ProtocolFenced: the data, then one system-scope fence and one
 	// release per peer and operation.
 	ProtocolFenced
+	// ProtocolLines: dispatch messages travel in 128-byte lines of 112
+	// data bytes and the call's flag, which NVLink delivers whole; the
+	// receiver polls each line and copies it as it lands (no fence, no
+	// signal round trip, 1/7 more bytes). Combine is fenced. Needs NVLink
+	// between every pair of GPUs.
+	ProtocolLines
 )
 
 // String returns the flag spelling.
@@ -173,6 +180,8 @@ func (p Protocol) String() string {
 		return "inline"
 	case ProtocolFenced:
 		return "fenced"
+	case ProtocolLines:
+		return "lines"
 	}
 	return "Protocol(" + strconv.Itoa(int(p)) + ")"
 }
@@ -185,8 +194,10 @@ func parseProtocol(s string) (Protocol, error) {
 		return ProtocolInline, nil
 	case "fenced":
 		return ProtocolFenced, nil
+	case "lines":
+		return ProtocolLines, nil
 	}
-	return 0, fmt.Errorf("unknown value %q (want auto, inline or fenced)", s)
+	return 0, fmt.Errorf("unknown value %q (want auto, inline, fenced or lines)", s)
 }
 
 // InlineMaxBytes is the most row bytes per rank (tokens × hidden × 2) for
@@ -213,6 +224,18 @@ func (p Protocol) InlineUpTo(hidden int) int {
 // Inline reports whether operations of `tokens` tokens of `hidden` channels
 // use the inline protocol.
 func (p Protocol) Inline(tokens, hidden int) bool { return tokens <= p.InlineUpTo(hidden) }
+
+// DispatchLines reports whether a dispatch of `tokens` tokens of `hidden`
+// channels uses the lines protocol, given its dtype and whether every pair of
+// GPUs is linked by NVLink (the GPU backend also checks that its messages fit
+// their slots). Auto keeps FP8 fenced: its sender quantises word by word and
+// measured slower in lines (docs/PERF.md).
+func (p Protocol) DispatchLines(tokens, hidden int, dt DispatchDtype, nvlink bool) bool {
+	if !nvlink || p.Inline(tokens, hidden) {
+		return false
+	}
+	return p == ProtocolLines || (p == ProtocolAuto && dt == DtypeBF16)
+}
 
 // Backend names accepted by --backend. The empty string means automatic:
 // the caller picks CUDA when a device is usable and the CPU reference

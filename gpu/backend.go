@@ -44,6 +44,7 @@ type Backend struct {
 	args      kernels.Args
 	grid      int
 	capTokens int
+	nvlink    bool   // every pair of the job's GPUs is linked by NVLink (all ranks agree)
 	expectD   uint64 // fenced calls so far: each source's arrival count
 	expectC   uint64
 	callsD    uint64 // calls so far
@@ -76,9 +77,24 @@ type symLayout struct {
 
 func align(n, a int64) int64 { return (n + a - 1) / a * a }
 
-func layoutFor(s bench.Shape, p config.Protocol) symLayout {
+// dispatchLines reports whether a dispatch of `tokens` tokens of shape s
+// uses the lines protocol: where the configuration picks it
+// (config.Protocol.DispatchLines) and its messages fit the inline dispatch
+// slots they use (kernels/ll.cuh).
+func dispatchLines(cfg *config.Config, s bench.Shape, tokens int, nvlink bool) bool {
+	return cfg.Protocol.DispatchLines(tokens, s.Hidden, cfg.DispatchDtype, nvlink) &&
+		kernels.LinesSlotBytes(s.TopK, s.Hidden) <= kernels.InlineSlotBytes(s.TopK, s.Hidden)
+}
+
+// layoutFor lays out the symmetric memory of shape s; lines: whether its
+// dispatch (at s.Tokens) uses the lines protocol.
+func layoutFor(s bench.Shape, p config.Protocol, lines bool) symLayout {
 	R, T, H, K := int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
 	TI := int64(min(s.Tokens, p.InlineUpTo(s.Hidden))) // the most tokens that use the inline protocol
+	TD := TI                                           // the most tokens of an inline or lines dispatch
+	if lines {
+		TD = T
+	}
 	var l symLayout
 	l.dispatchSignal = 0
 	// Each signal area: R arrival counters, then two ticket counters of
@@ -88,7 +104,7 @@ func layoutFor(s bench.Shape, p config.Protocol) symLayout {
 	l.dispatchCounts = l.dispatchRecv + align(R*T*int64(kernels.MessageBytes(s.TopK, s.Hidden)), 256)
 	l.combineRecv = l.dispatchCounts + align(4*int64(s.Experts), 256)
 	l.inlineDispatch = l.combineRecv + align(max(T*K, R*T)*H*2, 256)
-	l.inlineCounts = l.inlineDispatch + align(R*TI*int64(kernels.InlineSlotBytes(s.TopK, s.Hidden)), 256)
+	l.inlineCounts = l.inlineDispatch + align(R*TD*int64(kernels.InlineSlotBytes(s.TopK, s.Hidden)), 256)
 	l.inlineCombine = l.inlineCounts + align(16*int64(s.Experts), 256)
 	l.total = l.inlineCombine + align(max(TI*K, R*TI)*int64(kernels.InlineRowBytes(s.Hidden)), 256)
 	return l
@@ -96,16 +112,19 @@ func layoutFor(s bench.Shape, p config.Protocol) symLayout {
 
 // MemoryNeeded is the device memory a rank needs for shape s with the given
 // number of routings.
-func MemoryNeeded(s bench.Shape, routings int, p config.Protocol) int64 {
+func MemoryNeeded(s bench.Shape, routings int, p config.Protocol, lines bool) int64 {
 	L, R, T, H, K := int64(s.LocalExperts()), int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
 	local := L*R*T*H*2 + L*R*T*(H/128)*4 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + T*H*2 + int64(routings)*(T*K*8+T*K*4)
-	return layoutFor(s, p).total + local + 8*R + 256
+	return layoutFor(s, p, lines).total + local + 8*R + 256
 }
 
 // NewBackend sets a rank up: module, symmetric memory shared with every
-// peer, inputs of every routing, outputs. On error everything is released.
-func NewBackend(dev *Device, g Gatherer, t Transport, shape bench.Shape, cfg *config.Config) (*Backend, error) {
-	b := &Backend{shape: shape, cfg: cfg, dev: dev, transport: t, sizes: map[uint64]int64{}, capTokens: shape.Tokens}
+// peer, inputs of every routing, outputs. nvlink: this rank sees every pair
+// of the job's GPUs linked by NVLink (the ranks agree on it: the lines
+// protocol is used only where all of them do). On error everything is
+// released.
+func NewBackend(dev *Device, g Gatherer, t Transport, shape bench.Shape, cfg *config.Config, nvlink bool) (*Backend, error) {
+	b := &Backend{shape: shape, cfg: cfg, dev: dev, transport: t, sizes: map[uint64]int64{}, capTokens: shape.Tokens, nvlink: nvlink}
 	if err := b.setup(g); err != nil {
 		_ = b.Close()
 		return nil, err
@@ -118,7 +137,22 @@ func (b *Backend) setup(g Gatherer) error {
 	if s.TopK > 32 || s.Ranks > 256 {
 		return fmt.Errorf("the kernels support top-k ≤ 32 and ≤ 256 ranks")
 	}
-	need := MemoryNeeded(s, cfg.Reroute, cfg.Protocol)
+	mine := 0
+	if b.nvlink {
+		mine = 1
+	}
+	links, err := allgatherInt(g, mine)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		b.nvlink = b.nvlink && l == 1
+	}
+	if cfg.Protocol == config.ProtocolLines && !b.nvlink {
+		return fmt.Errorf("--protocol lines needs NVLink between every pair of GPUs (a 128-byte line is delivered whole only over NVLink)")
+	}
+	lines := dispatchLines(cfg, s, s.Tokens, b.nvlink)
+	need := MemoryNeeded(s, cfg.Reroute, cfg.Protocol, lines)
 	free, _, err := cu.MemInfo()
 	if err != nil {
 		return fmt.Errorf("cuMemGetInfo: %w", err)
@@ -165,7 +199,7 @@ func (b *Backend) setup(g Gatherer) error {
 	}
 	b.params = NewParamBlock(kernels.ArgsSize)
 
-	lay := layoutFor(s, cfg.Protocol)
+	lay := layoutFor(s, cfg.Protocol, lines)
 	local, peers, err := b.transport.Alloc(lay.total)
 	if err != nil {
 		return err
@@ -325,6 +359,19 @@ func (b *Backend) Name() string { return "cuda" }
 // Grid is the number of blocks each kernel launches.
 func (b *Backend) Grid() int { return b.grid }
 
+// Protocols names how dispatch and combine signal at the set-up's token
+// count: inline, fenced, or lines (dispatch only).
+func (b *Backend) Protocols() (dispatch, combine string) {
+	s := b.shape
+	switch {
+	case b.cfg.Protocol.Inline(s.Tokens, s.Hidden):
+		return "inline", "inline"
+	case dispatchLines(b.cfg, s, s.Tokens, b.nvlink):
+		return "lines", "fenced"
+	}
+	return "fenced", "fenced"
+}
+
 // launch runs one operation with routing j. With the fenced protocol every
 // source makes one release per call on each rank's arrival counter, so after
 // the n-th fenced call the kernel waits for n from every source; inline calls
@@ -333,10 +380,19 @@ func (b *Backend) launch(f Function, j int, expect *uint64) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
+	s := b.shape
 	b.args.InlineProto = 0
-	if b.cfg.Protocol.Inline(b.shape.Tokens, b.shape.Hidden) {
+	switch {
+	case b.cfg.Protocol.Inline(s.Tokens, s.Hidden):
 		b.args.InlineProto = 1
-	} else {
+	case dispatchLines(b.cfg, s, s.Tokens, b.nvlink):
+		// Dispatch's lines carry their own flags; combine reads the
+		// headers in lines and is fenced itself.
+		b.args.InlineProto = 2
+		if f != b.dispatch {
+			*expect++
+		}
+	default:
 		*expect++
 	}
 	b.args.TopkIdx, b.args.TopkW = b.idx[j], b.w[j]

@@ -99,7 +99,7 @@ func TestNoLeakOverSetupTeardownCycles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := NewBackend(dev, g, tr, shape, cfg)
+		b, err := NewBackend(dev, g, tr, shape, cfg, false)
 		if fail {
 			if !errors.Is(err, injected) {
 				t.Fatalf("cycle %d: set-up error %v, want the injected one", i, err)

@@ -63,5 +63,16 @@ func DispatchSharedBytes(experts int) int { return 8 * experts }
 // (inline_slot_units in ll.cuh, 16-byte units).
 func InlineSlotBytes(topk, hidden int) int { return 16 * ((1+2*topk+7)/8*8 + hidden/4) }
 
+// LinesSlotBytes is the size of one lines-protocol dispatch message
+// (lines_slot_bytes in ll.cuh): 128-byte lines of 14 data words, the header
+// lines (2 + 3·topk ints, 28 per line) then a bf16 row's lines. Such a
+// message uses an inline dispatch slot, so it must not be larger.
+func LinesSlotBytes(topk, hidden int) int {
+	const words = 14
+	headerLines := (2 + 3*topk + 2*words - 1) / (2 * words)
+	rowLines := (hidden/4 + words - 1) / words
+	return 128 * (headerLines + rowLines)
+}
+
 // InlineRowBytes is the size of one inline-protocol combine row.
 func InlineRowBytes(hidden int) int { return 16 * (hidden / 4) }

@@ -25,7 +25,10 @@
 // fenced call and source, so the host passes the number of fenced calls and
 // nothing is cleaned between calls. Small operations use the inline protocol
 // instead (ll.cuh): the data carries the call's flag and is polled, with no
-// fence and no counter. Every wait is bounded.
+// fence and no counter. The lines protocol (ll.cuh, dispatch only) sends
+// each token's header first and its row in flagged 128-byte lines, which the
+// receiving warps copy as they land. Below kSpreadTokens tokens a token's
+// row is sent and received by many SMs. Every wait is bounded.
 #include <limits.h>
 
 #include "ll.cuh"
@@ -124,6 +127,77 @@ __device__ __forceinline__ void vec_store(uint4* p, uint4 v, uint32_t flag) {
 }
 
 
+// --- lines protocol (ll.cuh) ---
+__device__ __forceinline__ void line_store(uint4* p, uint64_t w0, uint64_t w1) {
+    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(w0), "l"(w1) : "memory");
+}
+
+__device__ __forceinline__ void line_load(const uint4* p, uint64_t* w0, uint64_t* w1) {
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(*w0), "=l"(*w1) : "l"(p) : "memory");
+}
+
+// Lane l of a warp stands for part l % 8 (16 bytes) of line l / 8 of a group
+// of four lines. Whether the lane's line carries `flag` (the flag is the
+// second word of part 7); warp-collective.
+__device__ __forceinline__ bool line_ready(uint64_t w1, uint64_t flag) {
+    const int lane = threadIdx.x % kWarp;
+    return __shfl_sync(0xffffffffu, (int)(w1 == flag), lane | 7) != 0;
+}
+
+// The first of the two data words of the lane's part of line `line` (part
+// 7, the flag's, has none: -1).
+__device__ __forceinline__ int line_word(int line) {
+    const int part = threadIdx.x % 8;
+    return part < 7 ? line * kLineWords + 2 * part : -1;
+}
+
+// Settles lines first .. first+3 of `lines` (the lane's part of line
+// first + lane / 8; lines at or past `nlines` skipped), whose first load is
+// in *w0, *w1: polls each until it carries `flag`. Bounded like unit_wait;
+// warp-collective.
+__device__ inline bool lines_settle(const uint4* lines, int first, int nlines, uint64_t flag, uint64_t* w0,
+                                    uint64_t* w1, uint64_t deadline, int* err, int phase, int peer) {
+    const int lane = threadIdx.x % kWarp;
+    const int line = first + lane / 8;
+    const bool mine = line < nlines;
+    const uint4* p = lines + (int64_t)line * 8 + lane % 8;
+    for (uint32_t spins = 1;; spins++) {
+        const bool ready = line_ready(*w1, flag) || !mine;
+        if (__all_sync(0xffffffffu, ready)) return true;
+        if (!ready) line_load(p, w0, w1);
+        if ((spins & 255) != 0) continue;
+        bool give_up = ld_volatile(err) != 0;
+        if (!give_up && global_timer() > deadline) {
+            if (lane == 0) atomicCAS(err, 0, (phase << 24) | (peer + 1));
+            give_up = true;
+        }
+        if (__any_sync(0xffffffffu, give_up)) return false;
+    }
+}
+
+// lines_settle with the first loads made here.
+__device__ inline bool lines_wait(const uint4* lines, int first, int nlines, uint64_t flag, uint64_t* w0,
+                                  uint64_t* w1, uint64_t deadline, int* err, int phase, int peer) {
+    const int lane = threadIdx.x % kWarp;
+    const int line = first + lane / 8;
+    if (line < nlines) line_load(lines + (int64_t)line * 8 + lane % 8, w0, w1);
+    return lines_settle(lines, first, nlines, flag, w0, w1, deadline, err, phase, peer);
+}
+
+// Int i of a lines message header held, as words, by the warp's lanes
+// (header line i / 30, part (i % 30) / 4, int (i % 30) % 4 of the part).
+// Warp-collective: every lane must call it, each with its own i.
+__device__ __forceinline__ int header_int(uint64_t w0, uint64_t w1, int i) {
+    const int j = i % (2 * kLineWords);
+    const int src = (i / (2 * kLineWords)) * 8 + j / 4;
+    const uint32_t c0 = __shfl_sync(0xffffffffu, (uint32_t)w0, src);
+    const uint32_t c1 = __shfl_sync(0xffffffffu, (uint32_t)(w0 >> 32), src);
+    const uint32_t c2 = __shfl_sync(0xffffffffu, (uint32_t)w1, src);
+    const uint32_t c3 = __shfl_sync(0xffffffffu, (uint32_t)(w1 >> 32), src);
+    const int c = j % 4;
+    return (int)(c == 0 ? c0 : c == 1 ? c1 : c == 2 ? c2 : c3);
+}
+
 __device__ __forceinline__ uint4* inline_slot(const LLArgs& a, uint64_t base, int src, int t) {
     return at<uint4>(base, a.off_inline_dispatch) + ((uint64_t)src * a.tokens + t) * inline_slot_units(a.topk, a.hidden);
 }
@@ -170,24 +244,36 @@ __device__ __forceinline__ void red_release_gpu_add(uint64_t* p, uint64_t v) {
     asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// E4M3 of 8 channels (one lane of a half-warp owning 128 channels) and the
-// half-warp's scale. All 16 lanes of the half-warp must call it.
-__device__ __forceinline__ uint2 quantize8(const uint4 v, unsigned half, float* scale) {
-    float f[8];
-    unpack8(v, f);
-    float amax = 0.f;
-#pragma unroll
-    for (int j = 0; j < 8; j++) amax = fmaxf(amax, fabsf(f[j]));
-#pragma unroll
-    for (int o = 8; o >= 1; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(half, amax, o));
-    amax = fmaxf(amax, 1e-4f);
+// E4M3 of 8 channels of a group whose largest magnitude is amax (already
+// at least 1e-4).
+__device__ __forceinline__ uint2 e4m3x8(const float f[8], float amax) {
     const float inv = __fdiv_rn(448.f, amax);
     uint2 q;
     uint16_t* qp = reinterpret_cast<uint16_t*>(&q);
 #pragma unroll
     for (int j = 0; j < 4; j++) qp[j] = to_e4m3x2(__fmul_rn(f[2 * j], inv), __fmul_rn(f[2 * j + 1], inv));
-    *scale = __fdiv_rn(amax, 448.f);
     return q;
+}
+
+// The largest magnitude of the half-warp's 128 channels (8 per lane), at
+// least 1e-4. All 16 lanes of the half-warp must call it.
+__device__ __forceinline__ float group_amax(const float f[8], unsigned half) {
+    float amax = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; j++) amax = fmaxf(amax, fabsf(f[j]));
+#pragma unroll
+    for (int o = 8; o >= 1; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(half, amax, o));
+    return fmaxf(amax, 1e-4f);
+}
+
+// E4M3 of 8 channels (one lane of a half-warp owning 128 channels) and the
+// half-warp's scale. All 16 lanes of the half-warp must call it.
+__device__ __forceinline__ uint2 quantize8(const uint4 v, unsigned half, float* scale) {
+    float f[8];
+    unpack8(v, f);
+    const float amax = group_amax(f, half);
+    *scale = __fdiv_rn(amax, 448.f);
+    return e4m3x8(f, amax);
 }
 
 // 8 channels of an expert output row as loaded: a bf16 vector, or for FP8
@@ -235,6 +321,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     __shared__ int present;      // inline: the message being received exists
     __shared__ int waited_upto;  // sources of order 1..waited_upto-1 have arrived
     __shared__ int failed;
+    __shared__ float gamax[16384 / kScaleBlock];  // lines, FP8: each channel group's largest magnitude
+    __shared__ int lhdr[2 + 3 * kMaxTopK];        // lines: the header being sent
 
     const uint64_t deadline = global_timer() + a.timeout_ns;
     EPBENCH_TRACE(a, 0);
@@ -268,7 +356,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     };
     // For fewer than kSpreadTokens tokens the rows leave from many SMs (see
     // the send pass), so the block holds no row.
-    const bool spread = T < kSpreadTokens;
+    const bool inl = a.inline_proto == 1, lines = a.inline_proto == 2;
+    const bool spread = T < kSpreadTokens && !lines;
     if (t0 < t1 && !spread) load_x(t0);
     for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
 
@@ -287,8 +376,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     auto slot_at = [&](int q, int t) {
         return at<uint8_t>(peer_base[q], a.off_dispatch_recv) + ((uint64_t)a.rank * T + t) * (uint64_t)msg;
     };
-    const bool inl = a.inline_proto != 0;
     const uint32_t flag = (uint32_t)a.epoch;
+    const uint64_t flag64 = flag;  // lines
     const int p0 = inline_payload_unit(K);  // inline: the row's first unit in a slot
     auto islot_at = [&](int q, int t) { return inline_slot(a, peer_base[q], a.rank, t); };
     const int sub = threadIdx.x % 16;                               // FP8: lane in its half-warp
@@ -359,7 +448,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             }
         }
     }
-    for (int t = t0; !spread && t < t1; t++) {
+    const int nhl = lines_header_lines(K), nrl = lines_row_lines(H, a.fp8);
+    for (int t = t0; !spread && !lines && t < t1; t++) {
         if (warp == 0) find_dests(tok_e);
         __syncthreads();
         const int nd = ndest;
@@ -405,7 +495,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             int* c = at<int>(peer_base[q], a.off_dispatch_counts) + (int64_t)a.rank * L;
             uint4* ic = at<uint4>(peer_base[q], a.off_inline_counts) + (int64_t)a.rank * L;
             for (int l = threadIdx.x; l < L; l += kThreads) {
-                if (inl) unit_store(ic + l, total[q * L + l], 0, flag);
+                if (inl || lines) unit_store(ic + l, total[q * L + l], 0, flag);
                 else c[l] = total[q * L + l];
             }
         }
@@ -413,56 +503,133 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
 
     // --- the headers (warp 0), with the row of every selection in its
     // expert's rows from here (tokens in order) ---
-    if (warp == 0) {
-        for (int t = t0; t < t1; t++) {
-            // Experts within a token are distinct, so the lanes of one token
-            // never share a counter.
-            int64_t e = -1;
-            float w = 0.f;
+    auto headers_of = [&](int t) {
+        // Experts within a token are distinct, so the lanes of one token
+        // never share a counter.
+        int64_t e = -1;
+        float w = 0.f;
+        if (lane < K) {
+            e = __ldg(a.topk_idx + (int64_t)t * K + lane);
+            w = __ldg(a.topk_w + (int64_t)t * K + lane);
+        }
+        const int q = find_dests(e);
+        int p = 0;
+        if (q >= 0) {
+            p = before[e];
+            before[e] = p + 1;
+        }
+        if (q >= 0 && direct_self(a, q)) {
+            a.src_info[(e - lo) * rows_per_expert + p] = t;
+            a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
+        }
+        __syncwarp();
+        if (lines) {
+            // The header to every peer; `present` tells whether the row comes.
             if (lane < K) {
-                e = __ldg(a.topk_idx + (int64_t)t * K + lane);
-                w = __ldg(a.topk_w + (int64_t)t * K + lane);
+                lhdr[2 + lane] = (int)e;
+                lhdr[2 + K + lane] = __float_as_int(w);
+                lhdr[2 + 2 * K + lane] = p;
             }
-            const int q = find_dests(e);
-            int p = 0;
-            if (q >= 0) {
-                p = before[e];
-                before[e] = p + 1;
-            }
-            if (q >= 0 && direct_self(a, q)) {
-                a.src_info[(e - lo) * rows_per_expert + p] = t;
-                a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
-            }
+            if (lane == 0) lhdr[1] = t;
             __syncwarp();
-            for (int i = 0; i < ndest; i++) {
-                if (inl) {
-                    uint4* m = islot_at(dests[i], t);
-                    if (lane < K) {
-                        unit_store(m + 1 + lane, (uint32_t)e, p, flag);
-                        unit_store(m + 1 + K + lane, __float_as_uint(w), 0, flag);
-                    }
-                    continue;
-                }
-                int* mh = reinterpret_cast<int*>(slot_at(dests[i], t));
-                if (lane == 0) {
-                    mh[0] = a.epoch;
-                    mh[1] = t;
-                }
-                if (lane < K) {
-                    hdr_ids(mh)[lane] = (int)e;
-                    hdr_w(mh, K)[lane] = w;
-                    hdr_pos(mh, K)[lane] = p;
-                }
-            }
-            // Inline: every peer learns whether the token comes to it.
-            for (int r = lane; inl && r < R; r += kWarp) {
+            const int ln = lane / 8, part = lane % 8;
+            for (int r = 0; r < R; r++) {
                 if (direct_self(a, r)) continue;
                 bool sent = false;
                 for (int i = 0; i < ndest; i++) sent |= dests[i] == r;
-                unit_store(islot_at(r, t), sent ? 1u : 0u, 0, flag);
+                if (ln >= nhl) continue;
+                uint32_t c[4] = {};
+#pragma unroll
+                for (int j = 0; j < 4 && part < 7; j++) {
+                    const int i = ln * 2 * kLineWords + 4 * part + j;
+                    c[j] = i == 0 ? (sent ? 1u : 0u) : i < 2 + 3 * K ? (uint32_t)lhdr[i] : 0u;
+                }
+                line_store(islot_at(r, t) + ln * 8 + part, (uint64_t)c[1] << 32 | c[0],
+                           part == 7 ? flag64 : (uint64_t)c[3] << 32 | c[2]);
             }
-            __syncwarp();  // dests is rewritten for the next token
+            __syncwarp();  // lhdr is rewritten for the next token
         }
+        for (int i = 0; i < ndest && !lines; i++) {
+            if (inl) {
+                uint4* m = islot_at(dests[i], t);
+                if (lane < K) {
+                    unit_store(m + 1 + lane, (uint32_t)e, p, flag);
+                    unit_store(m + 1 + K + lane, __float_as_uint(w), 0, flag);
+                }
+                continue;
+            }
+            int* mh = reinterpret_cast<int*>(slot_at(dests[i], t));
+            if (lane == 0) {
+                mh[0] = a.epoch;
+                mh[1] = t;
+            }
+            if (lane < K) {
+                hdr_ids(mh)[lane] = (int)e;
+                hdr_w(mh, K)[lane] = w;
+                hdr_pos(mh, K)[lane] = p;
+            }
+        }
+        // Inline: every peer learns whether the token comes to it.
+        for (int r = lane; inl && r < R; r += kWarp) {
+            if (direct_self(a, r)) continue;
+            bool sent = false;
+            for (int i = 0; i < ndest; i++) sent |= dests[i] == r;
+            unit_store(islot_at(r, t), sent ? 1u : 0u, 0, flag);
+        }
+        __syncwarp();  // dests is rewritten for the next token
+    };
+    if (warp == 0 && !lines)
+        for (int t = t0; t < t1; t++) headers_of(t);
+    // Lines: each token's header goes first, so the receiver knows where its
+    // rows go while they stream in.
+    for (int t = t0; lines && t < t1; t++) {
+        if (warp == 0) headers_of(t);
+        if (a.fp8) {
+#pragma unroll
+            for (int u = 0; u < kMaxVecPerThread; u++) {
+                const int v = threadIdx.x + u * kThreads;
+                if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
+                float f[8];
+                unpack8(xv[u], f);
+                const float amax = group_amax(f, half);
+                if (sub == 0) gamax[v / 16] = amax;
+            }
+        }
+        __syncthreads();
+        const int nd = ndest;
+        const uint64_t* xw = reinterpret_cast<const uint64_t*>(a.x + (int64_t)t * H);
+        // The FP8 row's data word w as it travels.
+        auto word = [&](int w) -> uint64_t {
+            if (w < H / 8) {
+                float f[8];
+                unpack8(__ldg(reinterpret_cast<const uint4*>(xw) + w), f);
+                const uint2 q = e4m3x8(f, gamax[w / 16]);
+                return (uint64_t)q.y << 32 | q.x;
+            }
+            const int g = 2 * (w - H / 8);
+            const float s0 = g < groups ? __fdiv_rn(gamax[g], 448.f) : 0.f;
+            const float s1 = g + 1 < groups ? __fdiv_rn(gamax[g + 1], 448.f) : 0.f;
+            return (uint64_t)__float_as_uint(s1) << 32 | __float_as_uint(s0);
+        };
+        for (int q4 = warp; 4 * q4 < nrl; q4 += kWarps) {
+            __syncwarp();
+            const int ln = 4 * q4 + lane / 8;
+            if (ln >= nrl) continue;
+            const int w = line_word(ln);
+            uint64_t d0 = 0, d1 = flag64;  // part 7
+            if (w >= 0 && !a.fp8) {
+                // 16 bytes of the row (w is even, H / 4 too)
+                const uint4 v = w < H / 4 ? __ldg(reinterpret_cast<const uint4*>(xw) + w / 2) : make_uint4(0, 0, 0, 0);
+                d0 = (uint64_t)v.y << 32 | v.x;
+                d1 = (uint64_t)v.w << 32 | v.z;
+            } else if (w >= 0) {
+                d0 = word(w);
+                d1 = word(w + 1);
+            }
+            for (int i = 0; i < nd; i++) line_store(islot_at(dests[i], t) + (nhl + ln) * 8 + lane % 8, d0, d1);
+        }
+        __syncthreads();  // dests and gamax are rewritten for the next token
+        if (t + 1 < t1) load_x(t + 1);
     }
     __syncthreads();
     EPBENCH_TRACE(a, 1);
@@ -471,7 +638,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     // workers write them while the peers' data is on its way, then go on to
     // the receive side.
     if (warp == 0) {
-        if (!inl && (int)blockIdx.x < stored_blocks &&
+        if (!inl && !lines && (int)blockIdx.x < stored_blocks &&
             last_ticket(at<uint64_t>(self, a.off_dispatch_signal) + R, stored_blocks)) {
             release_peers(a, peer_base, a.off_dispatch_signal);
             EPBENCH_TRACE(a, 2);
@@ -481,43 +648,55 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     const int wt = threadIdx.x - kWarp;
 
     // --- the own rank's rows (workers), at the rows warp 0 chose ---
-    for (int t = t0; t < t1; t++) {
-        if (warp == 1) {
-            int64_t e = -1;
-            if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
-            const bool mine = e >= lo && e < hi;
-            const unsigned mines = __ballot_sync(0xffffffffu, mine);
-            if (mine)
-                own_rows[__popc(mines & ((1u << lane) - 1u))] =
-                    (e - lo) * rows_per_expert + a.row_pos[((int64_t)a.rank * T + t) * K + lane];
-            if (lane == 0) nown = __popc(mines);
-        }
-        uint4 xr[kMaxRecvVecPerThread];
-        const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
+    // Written by the threads of warps w0 .. w0+nw-1 (all the workers, or in
+    // the lines protocol some, while the others receive).
+    auto own_rows_of_block = [&](int w0, int nw) {
+        const int n = nw * kWarp, me = threadIdx.x - w0 * kWarp;
+        const int bar = nw == kWarps - 1 ? 1 : 2;  // 1: workers_sync's
+        auto sync = [&]() { asm volatile("bar.sync %0, %1;" ::"r"(bar), "r"(n) : "memory"); };
+        for (int t = t0; t < t1; t++) {
+            if (warp == w0) {
+                int64_t e = -1;
+                if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
+                const bool mine = e >= lo && e < hi;
+                const unsigned mines = __ballot_sync(0xffffffffu, mine);
+                if (mine)
+                    own_rows[__popc(mines & ((1u << lane) - 1u))] =
+                        (e - lo) * rows_per_expert + a.row_pos[((int64_t)a.rank * T + t) * K + lane];
+                if (lane == 0) nown = __popc(mines);
+            }
+            const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
+            sync();
+            const int no = nown;
+            for (int base = 0; base < vec_per_row; base += n * kMaxRecvVecPerThread) {
+                uint4 xr[kMaxRecvVecPerThread];
 #pragma unroll
-        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
-            const int v = wt + u * kWorkers;
-            if (v < vec_per_row) xr[u] = __ldg(src + v);
-        }
-        workers_sync();
-        const int no = nown;
+                for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+                    const int v = base + me + u * n;
+                    if (v < vec_per_row) xr[u] = __ldg(src + v);
+                }
 #pragma unroll
-        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
-            const int v = wt + u * kWorkers;
-            if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
-            if (!a.fp8) {
-                for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xr[u];
-            } else {
-                float scale;
-                const uint2 q = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
-                for (int i = 0; i < no; i++) {
-                    reinterpret_cast<uint2*>(recv + own_rows[i] * rb)[v] = q;
-                    if (sub == 0) a.recv_scales[own_rows[i] * groups + v / 16] = scale;
+                for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+                    const int v = base + me + u * n;
+                    if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
+                    if (!a.fp8) {
+                        for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xr[u];
+                    } else {
+                        float scale;
+                        const uint2 q = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
+                        for (int i = 0; i < no; i++) {
+                            reinterpret_cast<uint2*>(recv + own_rows[i] * rb)[v] = q;
+                            if (sub == 0) a.recv_scales[own_rows[i] * groups + v / 16] = scale;
+                        }
+                    }
                 }
             }
+            sync();  // own_rows is rewritten for the next token
         }
-        workers_sync();  // own_rows is rewritten for the next token
-    }
+        EPBENCH_TRACE_BY(a, 6, w0 * kWarp);
+    };
+    if (!lines) own_rows_of_block(1, kWarps - 1);
+
 
     // --- peers: the workers copy the messages this block owns (one per
     // source token, sources in order from rank+1) to the rows their headers
@@ -528,7 +707,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     // Waits (first worker) for the sources of order below `upto` (inline:
     // nothing to wait for, every datum is polled).
     auto wait_sources = [&](int upto) {
-        if (wt == 0 && !inl) {
+        if (wt == 0 && !inl && !lines) {
             for (int o = waited_upto; o < upto && !failed; o++) {
                 const int p = (a.rank + o) % R;
                 if (!wait_arrivals(arrived + p, a.expect, deadline, a.err, kPhaseDispatch, p)) failed = 1;
@@ -542,7 +721,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             *c = total[lo + l];
             return true;
         }
-        if (!inl) {
+        if (!inl && !lines) {
             *c = __ldcg(counts + (int64_t)s * L + l);
             return true;
         }
@@ -573,6 +752,88 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     const int nmsg = (R - 1) * T;
     const int nvec = inl && a.fp8 ? H / 8 : rb / 16;  // per row: 16-byte vectors, or inline FP8 8-byte units
     bool traced = false;
+    if (lines) {
+        // Warps 1-7 write the own rank's rows while warps 8-15 receive: one
+        // warp per (message, 16 of its row lines) polls the header lines,
+        // then its row lines, and copies each line's data as it stands to
+        // the rows the header names.
+        constexpr int kOwnWarps = 7;
+        if (warp <= kOwnWarps) {
+            own_rows_of_block(1, kOwnWarps);
+            return;
+        }
+        const int chunks = (nrl + 15) / 16;
+        const int nw = gridDim.x * (kWarps - 1 - kOwnWarps);
+        for (int item = (warp - 1 - kOwnWarps) * gridDim.x + blockIdx.x; item < nmsg * chunks; item += nw) {
+            const int m = item / chunks, c = item % chunks;
+            const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
+            const uint4* slot = inline_slot(a, self, s, t);
+            // The row lines' first loads go out with the header's.
+            uint64_t w0[4] = {}, w1[4] = {}, h0 = 0, h1 = 0;
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int ln = c * 16 + 4 * q + lane / 8;
+                if (ln < nrl) line_load(slot + (nhl + ln) * 8 + lane % 8, &w0[q], &w1[q]);
+            }
+            if (!lines_wait(slot, 0, nhl, flag64, &h0, &h1, deadline, a.err, kPhaseDispatch, s)) break;
+            if (header_int(h0, h1, 0) == 0) continue;  // the token does not come here
+            const int k = lane < K ? lane : 0;
+            const int id = header_int(h0, h1, 2 + k), pk = header_int(h0, h1, 2 + 2 * K + k);
+            const bool mine = lane < K && id >= lo && id < hi;
+            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            if (mines == 0) continue;
+            bool ok = true;
+            int64_t row = 0;
+            if (mine) {
+                const int l = id - lo;
+                int begin = total[id];  // the own rank's rows come first
+                for (int o = 1; o < ord && ok; o++) {
+                    int cnt = 0;
+                    ok = count_of((a.rank + o) % R, l, &cnt);
+                    begin += cnt;
+                }
+                row = (int64_t)l * rows_per_expert + begin + pk;
+                if (c == 0) {
+                    a.src_info[row] = t;
+                    a.row_pos[((int64_t)s * T + t) * K + lane] = begin + pk;
+                }
+            }
+            if (__any_sync(0xffffffffu, !ok)) break;
+#pragma unroll
+            for (int q = 0; q < 4 && ok; q++) {
+                if (c * 16 + 4 * q >= nrl) break;
+                ok = lines_settle(slot + nhl * 8, c * 16 + 4 * q, nrl, flag64, &w0[q], &w1[q], deadline, a.err,
+                                  kPhaseDispatch, s);
+            }
+            if (!ok) break;
+            for (unsigned mm = mines; mm; mm &= mm - 1) {
+                const int64_t r = __shfl_sync(0xffffffffu, row, __ffs(mm) - 1);
+                uint64_t* dst = reinterpret_cast<uint64_t*>(recv + r * rb);
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    const int ln = c * 16 + 4 * q + lane / 8;
+                    if (ln >= nrl) continue;
+                    const int w = line_word(ln);
+                    if (w < 0) continue;
+                    const uint4 val = make_uint4((uint32_t)w0[q], (uint32_t)(w0[q] >> 32), (uint32_t)w1[q],
+                                                 (uint32_t)(w1[q] >> 32));
+                    if (!a.fp8) {
+                        if (w < H / 4) reinterpret_cast<uint4*>(dst)[w / 2] = val;
+                    } else if (w < H / 8) {
+                        reinterpret_cast<uint4*>(dst)[w / 2] = val;
+                    } else {
+                        const int g = 2 * (w - H / 8);
+                        const uint32_t sc[4] = {val.x, val.y, val.z, val.w};
+#pragma unroll
+                        for (int j = 0; j < 4; j++)
+                            if (g + j < groups) a.recv_scales[r * groups + g + j] = __uint_as_float(sc[j]);
+                    }
+                }
+            }
+        }
+        EPBENCH_TRACE_BY(a, 4, kWarp);
+        return;
+    }
     if (spread) {
         // Few messages: each worker warp of the grid takes a slice of one
         // message (kSliceVecs of its vectors or units), so a single token's
@@ -815,6 +1076,20 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
             e = (int)a.topk_idx[(int64_t)t * K + lane];
             we = a.topk_w[(int64_t)t * K + lane];
         }
+    } else if (a.inline_proto == 2) {
+        // Lines: dispatch is over, so every line of this call is in place.
+        const uint4* h = inline_slot(a, self, s, t);
+        uint64_t w0 = 0, w1 = 0;
+        if (lane < 8 * lines_header_lines(K)) line_load(h + lane, &w0, &w1);
+        const bool fresh = __shfl_sync(0xffffffffu, (int)(w1 == (uint64_t)(uint32_t)a.epoch), 7) != 0;  // line 0's flag
+        live = fresh && header_int(w0, w1, 0) == 1;
+        const int k = lane < K ? lane : 0;
+        const int id = header_int(w0, w1, 2 + k);
+        const int wbits = header_int(w0, w1, 2 + K + k);
+        if (lane < K) {
+            e = id;
+            we = __int_as_float(wbits);
+        }
     } else if (!a.inline_proto) {
         const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
         live = __ldcg(h) == a.epoch;
@@ -891,7 +1166,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
                         decode_y(a, raw[b][u], f);
                         out = pack8(f);
                     }
-                    if (a.inline_proto) vec_store(idst + row * inline_row_units(H) + 2 * v, out, flag);
+                    if (a.inline_proto == 1) vec_store(idst + row * inline_row_units(H) + 2 * v, out, flag);
                     else to[v] = out;
                 }
             }
@@ -904,7 +1179,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
         for (int u = 0; u < kVecPerLane; u++) {
             const int v = v0 + u * kWarp;
             if (v >= vec_per_row) continue;
-            if (a.inline_proto) vec_store(idst + row * inline_row_units(H) + 2 * v, pack8(acc[u]), flag);
+            if (a.inline_proto == 1) vec_store(idst + row * inline_row_units(H) + 2 * v, pack8(acc[u]), flag);
             else to[v] = pack8(acc[u]);
         }
     }
@@ -943,7 +1218,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     }
     __syncthreads();
     EPBENCH_TRACE(a, 1);
-    const bool inl = a.inline_proto != 0;
+    const bool inl = a.inline_proto == 1;  // lines (2) is dispatch's alone: combine is fenced then
     if (warp == 0 && !inl && peer_worked && last_ticket(signal + R, peer_blocks)) {
         release_peers(a, a.peers, a.off_combine_signal);
         EPBENCH_TRACE(a, 2);

@@ -90,6 +90,28 @@ __host__ __device__ inline int inline_slot_units(int topk, int hidden) {
 }
 __host__ __device__ inline int inline_row_units(int hidden) { return hidden / 4; }  // a bf16 combine row
 
+// Lines protocol (dispatch only, inline_proto == 2): a message travels in
+// 128-byte lines, each stored by 8 lanes in one warp instruction: parts 0-6
+// carry 7 x 16 data bytes, part 7 the call's flag in its second word. NVLink
+// delivers such a line whole, so a reader that sees the flag has the line's
+// data (the property NCCL's LL128 protocol relies on): no fence and no
+// arrival counter, at 1/7 more bytes, and every data part lands 16-byte
+// aligned in the rows. A message is the header lines (ints {present, token,
+// id[K], w[K], row[K]}, 28 per line) then the row lines (BF16: H/4 words of
+// 8 bytes; FP8: H/8 words of E4M3, then the scales, two per word). It uses
+// the inline dispatch slots, which are never smaller.
+constexpr int kLineWords = 14;  // data words (8 bytes) per line
+__host__ __device__ inline int lines_header_lines(int topk) { return (2 + 3 * topk + 2 * kLineWords - 1) / (2 * kLineWords); }
+__host__ __device__ inline int lines_row_words(int hidden, bool fp8) {
+    return fp8 ? hidden / 8 + (hidden / 128 + 1) / 2 : hidden / 4;
+}
+__host__ __device__ inline int lines_row_lines(int hidden, bool fp8) {
+    return (lines_row_words(hidden, fp8) + kLineWords - 1) / kLineWords;
+}
+__host__ __device__ inline int lines_slot_bytes(int topk, int hidden) {
+    return 128 * (lines_header_lines(topk) + lines_row_lines(hidden, false));
+}
+
 __device__ __forceinline__ uint64_t global_timer() {
     uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

@@ -9,7 +9,7 @@ import (
 
 // Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu.
 var (
-	DispatchPhases = []string{"start", "sent", "signalled", "sources arrived", "end", "rows sent"}
+	DispatchPhases = []string{"start", "sent", "signalled", "sources arrived", "end", "rows sent", "own rows"}
 	CombinePhases  = []string{"start", "peer partials sent", "signalled", "own partials", "ranks arrived", "end", "rows summed"}
 )
 

@@ -102,6 +102,9 @@ for mode in rank_local_reduce direct_send; do
 	run "--reroute 4 $mode" 120 "$np" -V --reroute 4 --combine-mode "$mode"
 	run "-t 1 fenced $mode" 120 "$np" -V -t 1 --protocol fenced --combine-mode "$mode"
 	run "inline fp8 $mode" 120 "$np" -V --protocol inline --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
+	run "lines $mode" 120 "$np" -V --protocol lines --combine-mode "$mode"
+	run "lines fp8 $mode" 120 "$np" -V --protocol lines --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
+	run "lines -t 300 -nb 5 $mode" 120 "$np" -V --protocol lines -t 300 --num-blocks 5 --combine-mode "$mode"
 	run "-np 1 $mode" 120 1 -V --combine-mode "$mode"
 	run "-i 1000 $mode" 300 "$np" -V -i 1000 --combine-mode "$mode"
 done
@@ -115,20 +118,28 @@ for mode in rank_local_reduce direct_send; do
 	cat "$out/run.txt" >>"$log"
 	if [ $rc -eq 0 ]; then results+=("sweep $mode|6 sizes validated|ok"); else results+=("sweep $mode|rc=$rc|FAIL"); status=1; tail -20 "$out/run.txt"; fi
 done
+say "### sweep lines: mpirun -np $np bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --protocol lines"
+timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --protocol lines "${ptx_args[@]}" >"$out/run.txt" 2>&1
+rc=$?
+cat "$out/run.txt" >>"$log"
+if [ $rc -eq 0 ]; then results+=("sweep lines|6 sizes validated|ok"); else results+=("sweep lines|rc=$rc|FAIL"); status=1; tail -20 "$out/run.txt"; fi
 
 # Performance table after validation (no -V): tokens x combine mode x dtype.
 perf=()
 if [ -z "$quick" ] || [ -n "${PERF:-}" ]; then
-	for dt in bf16 fp8_e4m3; do
+	for dt in bf16 fp8_e4m3 bf16/lines; do
+		proto=auto
+		[ "$dt" = bf16/lines ] && proto=lines
 		for mode in rank_local_reduce direct_send; do
 			for t in 1 8 32 128 256; do
-				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "$dt" --combine-mode "$mode" "${ptx_args[@]}" >"$out/run.txt" 2>&1
+				[ "$proto" = lines ] && { [ "$mode" = direct_send ] || [ "$t" -lt 8 ]; } && continue
+				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "${dt%/lines}" --protocol "$proto" --combine-mode "$mode" "${ptx_args[@]}" >"$out/run.txt" 2>&1
 				rc=$?
 				cat "$out/run.txt" >>"$log"
 				d=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Dispatch:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
 				c=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Combine:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
 				h=$(grep '^Total (D+C):' "$out/run.txt" | sed 's/.*avg=\([0-9.]*\).*/\1/')
-				perf+=("$(printf '%-9s %-18s %5s %10s %10s %10s %s' "$dt" "$mode" "$t" "${d:--}" "${c:--}" "${h:--}" "$([ $rc -ne 0 ] && echo "FAIL rc=$rc")")")
+				perf+=("$(printf '%-10s %-18s %5s %10s %10s %10s %s' "$dt" "$mode" "$t" "${d:--}" "${c:--}" "${h:--}" "$([ $rc -ne 0 ] && echo "FAIL rc=$rc")")")
 				[ "$dt$mode$t" = bf16rank_local_reduce128 ] && cp "$out/run.txt" "$out/default.txt"
 			done
 		done
@@ -138,7 +149,7 @@ fi
 echo
 if [ ${#perf[@]} -gt 0 ]; then
 	echo "=== performance ($np ranks; kernel = CUPTI avg over ranks, us) ==="
-	printf '%-9s %-18s %5s %10s %10s %10s\n' dtype combine tokens kernel-D kernel-C host-D+C
+	printf '%-10s %-18s %5s %10s %10s %10s\n' dtype combine tokens kernel-D kernel-C host-D+C
 	for p in "${perf[@]}"; do echo "$p"; done
 	if [ -f "$out/default.txt" ] && [ -f "${REFERENCE:-../shared/reference/ll_t128_i50.ep_bench.out}" ]; then
 		echo

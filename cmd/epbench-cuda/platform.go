@@ -52,7 +52,7 @@ func (cudaHooks) Platform(w *app.World, cfg *config.Config) (*app.Platform, erro
 		return nil, err
 	}
 	groupMs := float64(time.Since(t0).Microseconds()) / 1000
-	b, err := gpu.NewBackend(dev, w.Comm, transport, bench.ShapeOf(cfg, w.Rank, w.Size), cfg)
+	b, err := gpu.NewBackend(dev, w.Comm, transport, bench.ShapeOf(cfg, w.Rank, w.Size), cfg, nvlinkAll(all))
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +104,19 @@ func (c *closer) Close() error {
 	return err
 }
 
+// nvlinkAll reports whether NVML says every pair of the ranks' GPUs reach
+// each other over NVLink (all ranks run on one host).
+func nvlinkAll(all []rankDevice) bool {
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if a.Host != b.Host || (a.GPU.PCIBusID != b.GPU.PCIBusID && !gpu.NVLinkP2P(a.GPU.PCIBusID, b.GPU.PCIBusID)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func topology(all []rankDevice, b *gpu.Backend) []string {
 	lines := []string{"GPU topology:"}
 	for _, d := range all {
@@ -111,6 +124,7 @@ func topology(all []rankDevice, b *gpu.Backend) []string {
 			d.Rank, d.Host, fmt.Sprintf("local rank %d", d.LocalRank), d.GPU.Ordinal, d.GPU.Name, d.GPU.PCIBusID,
 			d.GPU.SMs, d.GPU.NVLinkActive, orUnknown(d.GPU.Driver), d.GPU.CUDADriver/1000, d.GPU.CUDADriver%1000/10))
 	}
-	lines = append(lines, fmt.Sprintf("  transport: CUDA IPC over NVLink P2P; kernels: %d blocks x 512 threads", b.Grid()))
+	d, c := b.Protocols()
+	lines = append(lines, fmt.Sprintf("  transport: CUDA IPC over NVLink P2P; kernels: %d blocks x 512 threads; signalling: dispatch %s, combine %s", b.Grid(), d, c))
 	return lines
 }

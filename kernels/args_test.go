@@ -1,0 +1,32 @@
+package kernels
+
+import "testing"
+
+func TestLinesSlotBytes(t *testing.T) {
+	for _, c := range []struct{ topk, hidden, want int }{
+		{8, 7168, 128 * (1 + 128)}, // 26 header ints: one line; 1792 row words: 128 lines
+		{9, 7168, 128 * (2 + 128)}, // 29 ints do not fit one line
+		{32, 16384, 128 * (4 + 293)},
+		{1, 120, 128 * (1 + 3)},
+	} {
+		if got := LinesSlotBytes(c.topk, c.hidden); got != c.want {
+			t.Errorf("LinesSlotBytes(%d, %d) = %d, want %d", c.topk, c.hidden, got, c.want)
+		}
+	}
+}
+
+// A lines message uses an inline dispatch slot: it fits for every top-k
+// from hidden 128 up (the smallest FP8-capable size), and not for a tiny
+// hidden size, where the GPU backend falls back to the fenced protocol.
+func TestLinesFitInlineSlots(t *testing.T) {
+	for k := 1; k <= 32; k++ {
+		for h := 128; h <= 16384; h += 128 {
+			if LinesSlotBytes(k, h) > InlineSlotBytes(k, h) {
+				t.Fatalf("top-k %d, hidden %d: lines message %d B > inline slot %d B", k, h, LinesSlotBytes(k, h), InlineSlotBytes(k, h))
+			}
+		}
+	}
+	if LinesSlotBytes(1, 8) <= InlineSlotBytes(1, 8) {
+		t.Errorf("hidden 8: expected the lines message not to fit (%d vs %d B)", LinesSlotBytes(1, 8), InlineSlotBytes(1, 8))
+	}
+}
