@@ -73,6 +73,9 @@ __device__ __forceinline__ const uint8_t* dispatch_slot(const LLArgs& a, uint64_
 __device__ __forceinline__ int* hdr_ids(int* h) { return h + 4; }
 __device__ __forceinline__ float* hdr_w(int* h, int K) { return reinterpret_cast<float*>(h + 4 + K); }
 __device__ __forceinline__ int* hdr_pos(int* h, int K) { return h + 4 + 2 * K; }
+__device__ __forceinline__ const int* hdr_ids(const int* h) { return h + 4; }
+__device__ __forceinline__ const float* hdr_w(const int* h, int K) { return reinterpret_cast<const float*>(h + 4 + K); }
+__device__ __forceinline__ const int* hdr_pos(const int* h, int K) { return h + 4 + 2 * K; }
 
 // --- inline protocol (ll.cuh) ---
 __device__ __forceinline__ void unit_store(uint4* p, uint32_t d0, uint32_t d1, uint32_t flag) {
@@ -730,6 +733,25 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         *c = (int)d.x;
         return true;
     };
+    // The row, among local expert l's rows, of token t's selection k at
+    // position p among those from the source of order ord (the own rank's
+    // rows come first, then the sources in order from rank+1); with record,
+    // the token and the row are kept for combine. False where a count could
+    // not be had.
+    auto place = [&](int l, int ord, int p, int t, int k, bool record, int* row) {
+        int begin = total[lo + l];
+        for (int o = 1; o < ord; o++) {
+            int c = 0;
+            if (!count_of((a.rank + o) % R, l, &c)) return false;
+            begin += c;
+        }
+        *row = begin + p;
+        if (record) {
+            a.src_info[l * rows_per_expert + *row] = t;
+            a.row_pos[((int64_t)((a.rank + ord) % R) * T + t) * K + k] = *row;
+        }
+        return true;
+    };
     if (blockIdx.x == gridDim.x - 1) {
         wait_sources(R);
         workers_sync();
@@ -785,18 +807,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             bool ok = true;
             int64_t row = 0;
             if (mine) {
-                const int l = id - lo;
-                int begin = total[id];  // the own rank's rows come first
-                for (int o = 1; o < ord && ok; o++) {
-                    int cnt = 0;
-                    ok = count_of((a.rank + o) % R, l, &cnt);
-                    begin += cnt;
-                }
-                row = (int64_t)l * rows_per_expert + begin + pk;
-                if (c == 0) {
-                    a.src_info[row] = t;
-                    a.row_pos[((int64_t)s * T + t) * K + lane] = begin + pk;
-                }
+                int r = 0;
+                ok = place(id - lo, ord, pk, t, lane, c == 0, &r);
+                row = (int64_t)(id - lo) * rows_per_expert + r;
             }
             if (__any_sync(0xffffffffu, !ok)) break;
 #pragma unroll
@@ -868,8 +881,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 const int* h = reinterpret_cast<const int*>(slot);
                 live = __ldcg(h) == a.epoch;
                 if (lane < K) {
-                    e = __ldcg(hdr_ids(const_cast<int*>(h)) + lane);
-                    p = __ldcg(hdr_pos(const_cast<int*>(h), K) + lane);
+                    e = __ldcg(hdr_ids(h) + lane);
+                    p = __ldcg(hdr_pos(h, K) + lane);
                 }
             } else {
                 uint2 d;
@@ -888,18 +901,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             if (mines == 0) continue;
             int64_t row = 0;
             if (mine) {
-                const int l = e - lo;
-                int begin = total[e];  // the own rank's rows come first
-                for (int o = 1; o < ord && ok; o++) {
-                    int c = 0;
-                    ok = count_of((a.rank + o) % R, l, &c);
-                    begin += c;
-                }
-                row = (int64_t)l * rows_per_expert + begin + p;
-                if (v0 == lane) {  // the message's first slice
-                    a.src_info[row] = t;
-                    a.row_pos[((int64_t)s * T + t) * K + lane] = begin + p;
-                }
+                int r = 0;
+                ok = place(e - lo, ord, p, t, lane, v0 == lane, &r);  // recorded by the message's first slice
+                row = (int64_t)(e - lo) * rows_per_expert + r;
             }
             if (__any_sync(0xffffffffu, !ok)) return;
 #pragma unroll
@@ -1005,8 +1009,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 const int* h = reinterpret_cast<const int*>(slot);
                 live = __ldcg(h) == a.epoch;
                 if (lane < K) {
-                    e = __ldcg(h + 4 + lane);
-                    p = __ldcg(h + 4 + 2 * K + lane);
+                    e = __ldcg(hdr_ids(h) + lane);
+                    p = __ldcg(hdr_pos(h, K) + lane);
                 }
             } else if (lane < K) {
                 uint2 d;
@@ -1017,17 +1021,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             const bool mine = live && e >= lo && e < hi;
             const unsigned mines = __ballot_sync(0xffffffffu, mine);
             if (mine) {
-                const int l = e - lo;
-                int begin = total[e];  // the own rank's rows come first
-                for (int o = 1; o < ord; o++) {
-                    int c = 0;
-                    if (!count_of((a.rank + o) % R, l, &c)) failed = 1;
-                    begin += c;
-                }
-                const int row = begin + p;
-                a.src_info[l * rows_per_expert + row] = t;
-                a.row_pos[((int64_t)s * T + t) * K + lane] = row;
-                rows[__popc(mines & ((1u << lane) - 1u))] = l * rows_per_expert + row;
+                int r = 0;
+                if (!place(e - lo, ord, p, t, lane, true, &r)) failed = 1;
+                rows[__popc(mines & ((1u << lane) - 1u))] = (int64_t)(e - lo) * rows_per_expert + r;
             }
             if (lane == 0) nrows = __popc(mines);
         }
@@ -1094,8 +1090,8 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
         const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
         live = __ldcg(h) == a.epoch;
         if (lane < K) {
-            e = __ldcg(h + 4 + lane);
-            we = __ldcg(reinterpret_cast<const float*>(h + 4 + K) + lane);
+            e = __ldcg(hdr_ids(h) + lane);
+            we = __ldcg(hdr_w(h, K) + lane);
         }
     } else {
         // Inline: dispatch is over, so every unit of this call is in place.
