@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/mpi"
 )
 
 // CUDA is what the CUDA executable adds to the common command.
@@ -28,15 +30,42 @@ type Options struct {
 // process exit code. Errors are printed here, once.
 func Main(args []string, opts Options) int {
 	err := dispatch(args, opts)
-	if err != nil {
-		var ee *ExitError
-		usage := errors.As(err, &ee) && ee.Code == ExitUsage
-		if !usage || launcherRank() == 0 {
-			Report(os.Stderr, err)
-		}
+	var ee *ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ee.Code == ExitUsage:
+		reportUsage(err)
+	default:
+		Report(os.Stderr, err)
 	}
 	return CodeOf(err)
 }
+
+// reportUsage prints a usage error once: under an MPI launcher every rank
+// meets the same one (they parse the same arguments) and rank 0 prints it.
+// Where the error came before MPI started, the ranks then wait for each
+// other, bounded, before they exit: a rank that exits early makes mpirun end
+// the job, which could cut rank 0 off before its line is out.
+func reportUsage(err error) {
+	if launcherRank() == 0 {
+		Report(os.Stderr, err)
+	}
+	if launcherSize() <= 1 || mpi.Initialized() {
+		return
+	}
+	w, werr := startMPI()
+	if werr != nil {
+		return
+	}
+	if !allArrive(w, usageSettle) {
+		mpi.Abort(ExitUsage)
+	}
+	stopMPI(w)
+}
+
+// usageSettle bounds how long the ranks wait for each other after a usage
+// error (they normally meet within milliseconds of MPI starting).
+const usageSettle = 10 * time.Second
 
 func dispatch(args []string, opts Options) error {
 	sub, rest := config.Subcommand(args)
