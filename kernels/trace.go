@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 )
 
 // Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu.
@@ -14,7 +15,8 @@ var (
 )
 
 // TraceSummary prints, per phase, the min/avg/max over blocks of the time
-// since the earliest block started.
+// since the earliest block started, phases in the order of their averages
+// (a timeline: the stamps' indices are not in time order).
 func TraceSummary(w io.Writer, rank int, kernel string, phases []string, raw []byte, grid int) {
 	stamp := func(b, i int) uint64 {
 		return binary.LittleEndian.Uint64(raw[8*(b*TracePoints+i):])
@@ -28,6 +30,12 @@ func TraceSummary(w io.Writer, rank int, kernel string, phases []string, raw []b
 	if t0 == math.MaxUint64 {
 		return
 	}
+	type row struct {
+		name        string
+		n           int
+		lo, avg, hi float64
+	}
+	var rows []row
 	for i, name := range phases {
 		lo, hi, sum, n := math.Inf(1), 0.0, 0.0, 0
 		for b := 0; b < grid; b++ {
@@ -38,11 +46,14 @@ func TraceSummary(w io.Writer, rank int, kernel string, phases []string, raw []b
 			us := float64(s-t0) / 1000
 			lo, hi, sum, n = math.Min(lo, us), math.Max(hi, us), sum+us, n+1
 		}
-		if n == 0 {
-			continue
+		if n > 0 {
+			rows = append(rows, row{name, n, lo, sum / float64(n), hi})
 		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].avg < rows[j].avg })
+	for _, r := range rows {
 		fmt.Fprintf(w, "epbench: trace rank %d %s %-16s blocks %3d  min %7.2f  avg %7.2f  max %7.2f us\n",
-			rank, kernel, name, n, lo, sum/float64(n), hi)
+			rank, kernel, r.name, r.n, r.lo, r.avg, r.hi)
 	}
 }
 

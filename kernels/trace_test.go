@@ -17,9 +17,14 @@ func TestTraceSummary(t *testing.T) {
 	put(1, 1, 9000)
 	// block 1 never reached phase 2
 	put(0, 2, 11000)
+	// phase 5 ("rows sent") comes before phase 1 in time
+	put(0, 5, 2000)
 	var out bytes.Buffer
 	TraceSummary(&out, 1, "dispatch", DispatchPhases, raw, grid)
 	got := out.String()
+	if r, s := strings.Index(got, "dispatch rows sent "), strings.Index(got, "dispatch sent "); r < 0 || s < 0 || r > s {
+		t.Errorf("phases not in time order:\n%s", got)
+	}
 	for _, want := range []string{
 		"trace rank 1 dispatch start            blocks   2  min    0.00  avg    1.00  max    2.00 us",
 		"trace rank 1 dispatch sent             blocks   2  min    4.00  avg    6.00  max    8.00 us",
