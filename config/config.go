@@ -151,7 +151,7 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool) {
 	bindChoice(fs, "combine-mode", "", "combine `MODE`: rank_local_reduce or direct_send",
 		func() string { return c.CombineMode.String() },
 		func(s string) (err error) { c.CombineMode, err = parseCombineMode(s); return err })
-	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag), fenced (one fence and release per operation), lines (dispatch in 128-byte lines that carry a flag; combine fenced), or auto (inline up to 32 KiB of token rows per rank)",
+	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag), fenced (one fence and release per operation), lines (dispatch in 128-byte lines that carry a flag; combine fenced), or auto (inline up to 32 KiB of token rows per rank; above, lines for a BF16 dispatch over NVLink, else fenced)",
 		func() string { return c.Protocol.String() },
 		func(s string) (err error) { c.Protocol, err = parseProtocol(s); return err })
 	bindInts("num-blocks")
