@@ -77,12 +77,11 @@ type symLayout struct {
 
 func align(n, a int64) int64 { return (n + a - 1) / a * a }
 
-// dispatchLines reports whether a dispatch of `tokens` tokens of shape s
-// uses the lines protocol: where the configuration picks it
-// (config.Protocol.DispatchLines) and its messages fit the inline dispatch
-// slots they use (kernels/ll.cuh).
-func dispatchLines(cfg *config.Config, s bench.Shape, tokens int, nvlink bool) bool {
-	return cfg.Protocol.DispatchLines(tokens, s.Hidden, cfg.DispatchDtype, nvlink) &&
+// dispatchLines reports whether a dispatch of shape s uses the lines
+// protocol: where the configuration picks it (config.Protocol.DispatchLines)
+// and its messages fit the inline dispatch slots they use (kernels/ll.cuh).
+func dispatchLines(cfg *config.Config, s bench.Shape, nvlink bool) bool {
+	return cfg.Protocol.DispatchLines(s.Tokens, s.Hidden, cfg.DispatchDtype, nvlink) &&
 		kernels.LinesSlotBytes(s.TopK, s.Hidden) <= kernels.InlineSlotBytes(s.TopK, s.Hidden)
 }
 
@@ -151,7 +150,7 @@ func (b *Backend) setup(g Gatherer) error {
 	if cfg.Protocol == config.ProtocolLines && !b.nvlink {
 		return fmt.Errorf("--protocol lines needs NVLink between every pair of GPUs (a 128-byte line is delivered whole only over NVLink)")
 	}
-	lines := dispatchLines(cfg, s, s.Tokens, b.nvlink)
+	lines := dispatchLines(cfg, s, b.nvlink)
 	need := MemoryNeeded(s, cfg.Reroute, cfg.Protocol, lines)
 	free, _, err := cu.MemInfo()
 	if err != nil {
@@ -359,14 +358,31 @@ func (b *Backend) Name() string { return "cuda" }
 // Grid is the number of blocks each kernel launches.
 func (b *Backend) Grid() int { return b.grid }
 
-// Protocols names how dispatch and combine signal at the set-up's token
+// The kernels' signalling (LLArgs.inline_proto).
+const (
+	protoFenced int32 = 0
+	protoInline int32 = 1
+	protoLines  int32 = 2 // dispatch only: combine then reads the headers in lines and is fenced
+)
+
+// protocol is the signalling of the operations at the current token count.
+func (b *Backend) protocol() int32 {
+	switch {
+	case b.cfg.Protocol.Inline(b.shape.Tokens, b.shape.Hidden):
+		return protoInline
+	case dispatchLines(b.cfg, b.shape, b.nvlink):
+		return protoLines
+	}
+	return protoFenced
+}
+
+// Protocols names how dispatch and combine signal at the current token
 // count: inline, fenced, or lines (dispatch only).
 func (b *Backend) Protocols() (dispatch, combine string) {
-	s := b.shape
-	switch {
-	case b.cfg.Protocol.Inline(s.Tokens, s.Hidden):
+	switch b.protocol() {
+	case protoInline:
 		return "inline", "inline"
-	case dispatchLines(b.cfg, s, s.Tokens, b.nvlink):
+	case protoLines:
 		return "lines", "fenced"
 	}
 	return "fenced", "fenced"
@@ -374,25 +390,16 @@ func (b *Backend) Protocols() (dispatch, combine string) {
 
 // launch runs one operation with routing j. With the fenced protocol every
 // source makes one release per call on each rank's arrival counter, so after
-// the n-th fenced call the kernel waits for n from every source; inline calls
-// do not touch the counters.
+// the n-th fenced call the kernel waits for n from every source; inline
+// calls and lines dispatches carry their own flags and do not touch the
+// counters.
 func (b *Backend) launch(f Function, j int, expect *uint64) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
-	s := b.shape
-	b.args.InlineProto = 0
-	switch {
-	case b.cfg.Protocol.Inline(s.Tokens, s.Hidden):
-		b.args.InlineProto = 1
-	case dispatchLines(b.cfg, s, s.Tokens, b.nvlink):
-		// Dispatch's lines carry their own flags; combine reads the
-		// headers in lines and is fenced itself.
-		b.args.InlineProto = 2
-		if f != b.dispatch {
-			*expect++
-		}
-	default:
+	p := b.protocol()
+	b.args.InlineProto = p
+	if p == protoFenced || (p == protoLines && f != b.dispatch) {
 		*expect++
 	}
 	b.args.TopkIdx, b.args.TopkW = b.idx[j], b.w[j]

@@ -27,8 +27,9 @@ func (b *Backend) traceAt(base, call uint64) uint64 {
 }
 
 // printTrace summarises the last call of each kernel per phase, then prints
-// when each of the last calls started and ended (globaltimer ns, the same
-// clock on every GPU of a node), from which the ranks' skew can be read.
+// when each of the last calls started and ended (globaltimer ns). Durations
+// can be read from them; skew between ranks cannot: the GPUs' globaltimer
+// clocks were measured ~8 us apart on one node (docs/PERF.md).
 func (b *Backend) printTrace() {
 	if b.traceD == 0 {
 		return
