@@ -102,38 +102,37 @@ for mode in rank_local_reduce direct_send; do
 	run "--reroute 4 $mode" 120 "$np" -V --reroute 4 --combine-mode "$mode"
 	run "-t 1 fenced $mode" 120 "$np" -V -t 1 --protocol fenced --combine-mode "$mode"
 	run "inline fp8 $mode" 120 "$np" -V --protocol inline --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
-	run "lines $mode" 120 "$np" -V --protocol lines --combine-mode "$mode"
+	# auto: lines for a BF16 dispatch over NVLink, fenced for FP8: each also the other way
+	run "fenced $mode" 120 "$np" -V --protocol fenced --combine-mode "$mode"
 	run "lines fp8 $mode" 120 "$np" -V --protocol lines --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
-	run "lines -t 300 -nb 5 $mode" 120 "$np" -V --protocol lines -t 300 --num-blocks 5 --combine-mode "$mode"
+	run "-t 300 -nb 5 $mode" 120 "$np" -V -t 300 --num-blocks 5 --combine-mode "$mode"
 	run "-np 1 $mode" 120 1 -V --combine-mode "$mode"
 	run "-i 1000 $mode" 300 "$np" -V -i 1000 --combine-mode "$mode"
 done
 
-# A validated sweep: one set-up re-targeted from 1 to 256 tokens crosses the
-# inline and fenced protocols and changes the grid's work per call.
-for mode in rank_local_reduce direct_send; do
-	say "### sweep $mode: mpirun -np $np bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --combine-mode $mode"
-	timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --combine-mode "$mode" "${ptx_args[@]}" >"$out/run.txt" 2>&1
+# Validated sweeps: one set-up re-targeted from 1 to 256 tokens crosses the
+# protocols auto picks (inline, then lines for BF16 dispatch) and changes the
+# grid's work per call; the last one keeps the fenced protocol throughout.
+for v in "--combine-mode rank_local_reduce" "--combine-mode direct_send" "--protocol fenced"; do
+	say "### sweep $v: mpirun -np $np bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 $v"
+	# shellcheck disable=SC2086
+	timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 $v "${ptx_args[@]}" >"$out/run.txt" 2>&1
 	rc=$?
 	cat "$out/run.txt" >>"$log"
-	if [ $rc -eq 0 ]; then results+=("sweep $mode|6 sizes validated|ok"); else results+=("sweep $mode|rc=$rc|FAIL"); status=1; tail -20 "$out/run.txt"; fi
+	if [ $rc -eq 0 ]; then results+=("sweep ${v#--}|6 sizes validated|ok"); else results+=("sweep ${v#--}|rc=$rc|FAIL"); status=1; tail -20 "$out/run.txt"; fi
 done
-say "### sweep lines: mpirun -np $np bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --protocol lines"
-timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 --protocol lines "${ptx_args[@]}" >"$out/run.txt" 2>&1
-rc=$?
-cat "$out/run.txt" >>"$log"
-if [ $rc -eq 0 ]; then results+=("sweep lines|6 sizes validated|ok"); else results+=("sweep lines|rc=$rc|FAIL"); status=1; tail -20 "$out/run.txt"; fi
 
 # Performance table after validation (no -V): tokens x combine mode x dtype.
 perf=()
 if [ -z "$quick" ] || [ -n "${PERF:-}" ]; then
-	for dt in bf16 fp8_e4m3 bf16/lines; do
+	# bf16/fenced: the protocol auto replaces for BF16 dispatch, for comparison.
+	for dt in bf16 fp8_e4m3 bf16/fenced; do
 		proto=auto
-		[ "$dt" = bf16/lines ] && proto=lines
+		[ "$dt" = bf16/fenced ] && proto=fenced
 		for mode in rank_local_reduce direct_send; do
 			for t in 1 8 32 128 256; do
-				[ "$proto" = lines ] && { [ "$mode" = direct_send ] || [ "$t" -lt 8 ]; } && continue
-				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "${dt%/lines}" --protocol "$proto" --combine-mode "$mode" "${ptx_args[@]}" >"$out/run.txt" 2>&1
+				[ "$proto" = fenced ] && { [ "$mode" = direct_send ] || [ "$t" -lt 8 ]; } && continue
+				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "${dt%/fenced}" --protocol "$proto" --combine-mode "$mode" "${ptx_args[@]}" >"$out/run.txt" 2>&1
 				rc=$?
 				cat "$out/run.txt" >>"$log"
 				d=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Dispatch:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
