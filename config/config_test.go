@@ -583,3 +583,13 @@ func TestProtocolInlineUpTo(t *testing.T) {
 	equal(t, 0, ProtocolFenced.InlineUpTo(7168))
 	equal(t, math.MaxInt, ProtocolInline.InlineUpTo(7168))
 }
+
+func TestProtocolNamesRoundTrip(t *testing.T) {
+	for p := ProtocolAuto; p <= ProtocolLines; p++ {
+		got, err := parseProtocol(p.String())
+		if err != nil || got != p {
+			t.Errorf("parseProtocol(%q) = %v, %v; want %v", p.String(), got, err, p)
+		}
+	}
+	equal(t, "Protocol(9)", Protocol(9).String())
+}

@@ -171,31 +171,22 @@ const (
 	ProtocolLines
 )
 
+// protocolNames are the flag spellings, in Protocol order.
+var protocolNames = [...]string{ProtocolAuto: "auto", ProtocolInline: "inline", ProtocolFenced: "fenced", ProtocolLines: "lines"}
+
 // String returns the flag spelling.
 func (p Protocol) String() string {
-	switch p {
-	case ProtocolAuto:
-		return "auto"
-	case ProtocolInline:
-		return "inline"
-	case ProtocolFenced:
-		return "fenced"
-	case ProtocolLines:
-		return "lines"
+	if p >= 0 && int(p) < len(protocolNames) {
+		return protocolNames[p]
 	}
 	return "Protocol(" + strconv.Itoa(int(p)) + ")"
 }
 
 func parseProtocol(s string) (Protocol, error) {
-	switch s {
-	case "auto":
-		return ProtocolAuto, nil
-	case "inline":
-		return ProtocolInline, nil
-	case "fenced":
-		return ProtocolFenced, nil
-	case "lines":
-		return ProtocolLines, nil
+	for p, name := range protocolNames {
+		if s == name {
+			return Protocol(p), nil
+		}
 	}
 	return 0, fmt.Errorf("unknown value %q (want auto, inline, fenced or lines)", s)
 }
