@@ -195,6 +195,44 @@ int main() {
         }
         printf("empty kernel of %d x 512 threads between events: avg %.2f us\n", sms, sum / 20 * 1e3);
     }
+    // The same kernel launched as a one-node CUDA graph (what --cuda-graph
+    // would do): does the graph path reach the GPU sooner than a launch?
+    {
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
+        empty<<<sms, 512, 0, s0>>>();
+        CK(cudaStreamEndCapture(s0, &g));
+        CK(cudaGraphInstantiateWithFlags(&ge, g, 0));
+        CK(cudaGraphUpload(ge, s0));
+        CK(cudaStreamSynchronize(s0));
+        cudaEvent_t a, b, c;
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        CK(cudaEventCreate(&c));
+        for (int graph = 0; graph < 2; graph++) {
+            float sum = 0, gap = 0;
+            for (int r = 0; r < 41; r++) {
+                CK(cudaEventRecord(a, s0));
+                if (graph) CK(cudaGraphLaunch(ge, s0));
+                else empty<<<sms, 512, 0, s0>>>();
+                CK(cudaEventRecord(b, s0));
+                CK(cudaStreamSynchronize(s0));
+                CK(cudaEventRecord(c, s0));
+                if (graph) CK(cudaGraphLaunch(ge, s0));
+                else empty<<<sms, 512, 0, s0>>>();
+                CK(cudaStreamSynchronize(s0));
+                float ms, ms2;
+                CK(cudaEventElapsedTime(&ms, a, b));
+                CK(cudaEventElapsedTime(&ms2, b, c));
+                if (r > 0) sum += ms, gap += ms2;
+            }
+            printf("%s of %d x 512 threads between events: avg %.2f us; sync gap after it %.2f us\n",
+                   graph ? "one-node graph" : "kernel launch  ", sms, sum / 40 * 1e3, gap / 40 * 1e3);
+        }
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(g));
+    }
     // The host's synchronisation between two operations, as the benchmark
     // loop has it: an event after a kernel, the host waits for the stream,
     // then records the next event; the gap between the two events is the
