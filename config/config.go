@@ -55,6 +55,7 @@ type Config struct {
 	CombineMode   CombineMode
 	Protocol      Protocol // GPU: how peers learn that data is in place
 	NumBlocks     int      // dispatch/combine grid size; 0 = chosen by the backend
+	CUDAGraph     bool     // GPU: launch each operation as a CUDA graph captured once
 
 	KernelTiming bool // measure kernel-only times with in-process CUPTI
 	CUPTIRegion  bool // bracket only the timed loop with cudaProfilerStart/Stop
@@ -151,10 +152,12 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool) {
 	bindChoice(fs, "combine-mode", "", "combine `MODE`: rank_local_reduce or direct_send",
 		func() string { return c.CombineMode.String() },
 		func(s string) (err error) { c.CombineMode, err = parseCombineMode(s); return err })
-	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag), fenced (one fence and release per operation), lines (dispatch in 128-byte lines that carry a flag; combine fenced), or auto (inline up to 32 KiB of token rows per rank; above, lines for a BF16 dispatch over NVLink, else fenced)",
+	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag), fenced (one fence and release per operation), lines (128-byte lines that carry a flag: dispatch, and combine's partial rows in rank_local_reduce; direct_send combine fenced), or auto (inline up to 32 KiB of token rows per rank; above, over NVLink, lines for a BF16 dispatch and a rank_local_reduce combine, else fenced)",
 		func() string { return c.Protocol.String() },
 		func(s string) (err error) { c.Protocol, err = parseProtocol(s); return err })
 	bindInts("num-blocks")
+	bindBool(fs, &c.CUDAGraph, "cuda-graph", "", false,
+		"launch dispatch and combine as CUDA graphs, each captured once (the kernels keep the call count on the device)")
 	bindBool(fs, &c.KernelTiming, "no-kernel-timing", "", true, "skip the kernel-only (CUPTI) measurement")
 	bindBool(fs, &c.CUPTIRegion, "cupti-region", "", false,
 		"bracket only the timed loop with cudaProfilerStart/Stop, for nsys --capture-range=cudaProfilerApi")
@@ -292,6 +295,9 @@ func (c *Config) check(source map[string]string) error {
 	default:
 		return usageErr("--backend", fmt.Sprintf("unknown value %q (want cuda, cpu or auto)", c.Backend))
 	}
+	if c.CUDAGraph && c.Backend == BackendCPU {
+		return usageErr("--cuda-graph", "needs the CUDA backend (the CPU reference launches no kernels)")
+	}
 	if c.TopK > c.Experts {
 		return usageErr(label("num-topk"),
 			fmt.Sprintf("must not exceed %s, got %d > %d", label("num-experts"), c.TopK, c.Experts))
@@ -387,6 +393,9 @@ func (c *Config) Args() []string {
 	}
 	if c.CUPTIRegion {
 		out = append(out, "--cupti-region")
+	}
+	if c.CUDAGraph {
+		out = append(out, "--cuda-graph")
 	}
 	if c.Validate {
 		out = append(out, "--validate")

@@ -230,6 +230,8 @@ func TestParseAccepts(t *testing.T) {
 		{[]string{"--no-kernel-timing"}, func(t *testing.T, c *Config) { equal(t, false, c.KernelTiming) }},
 		{[]string{"--no-kernel-timing=false"}, func(t *testing.T, c *Config) { equal(t, true, c.KernelTiming) }},
 		{[]string{"--cupti-region"}, func(t *testing.T, c *Config) { equal(t, true, c.CUPTIRegion) }},
+		{[]string{"--cuda-graph"}, func(t *testing.T, c *Config) { equal(t, true, c.CUDAGraph) }},
+		{nil, func(t *testing.T, c *Config) { equal(t, false, c.CUDAGraph) }},
 		{[]string{"--cupti-inproc"}, func(t *testing.T, c *Config) { equal(t, true, c.KernelTiming) }},
 		{[]string{"-V"}, func(t *testing.T, c *Config) { equal(t, true, c.Validate) }},
 		{[]string{"--validate"}, func(t *testing.T, c *Config) { equal(t, true, c.Validate) }},
@@ -320,7 +322,7 @@ func TestHelp(t *testing.T) {
 			contains(t, u, "-"+f.Shorthand+", --"+f.Name)
 		}
 	})
-	equal(t, 26, n)
+	equal(t, 27, n)
 	for alias, canonical := range aliases {
 		contains(t, u, "--"+alias, "alias of --%s", canonical)
 	}
@@ -392,6 +394,7 @@ func TestArgs(t *testing.T) {
 	for _, args := range [][]string{
 		{"-t", "1", "-d", "256", "-k", "1", "-e", "1", "-w", "0", "-i", "1"},
 		{"--no-kernel-timing", "--seed", "0x10", "--backend", "cuda"},
+		{"--cuda-graph", "--protocol", "lines"},
 		{"--version", "-t", "7"},
 	} {
 		c, err := Parse(args, nil)
@@ -415,6 +418,11 @@ func TestCheck(t *testing.T) {
 	c = Default()
 	c.Backend = "auto"
 	errText(t, c.Check(), `--backend: unknown value "auto" (want cuda, cpu or auto)`)
+	c = Default()
+	c.Backend, c.CUDAGraph = BackendCPU, true
+	errText(t, c.Check(), `--cuda-graph: needs the CUDA backend (the CPU reference launches no kernels)`)
+	c.Backend = BackendAuto
+	noErr(t, c.Check())
 
 	c = Default()
 	c.DispatchDtype = DispatchDtype(7)
@@ -575,6 +583,31 @@ func TestProtocolDispatchLines(t *testing.T) {
 		}
 	}
 	equal(t, "lines", ProtocolLines.String())
+}
+
+func TestProtocolCombineLines(t *testing.T) {
+	for _, c := range []struct {
+		p      Protocol
+		tokens int
+		mode   CombineMode
+		nvlink bool
+		want   bool
+	}{
+		{ProtocolAuto, 128, RankLocalReduce, true, true},
+		{ProtocolAuto, 3, RankLocalReduce, true, true},
+		{ProtocolAuto, 2, RankLocalReduce, true, false}, // inline
+		{ProtocolAuto, 128, DirectSend, true, false},    // link-bound: fenced
+		{ProtocolAuto, 128, RankLocalReduce, false, false},
+		{ProtocolLines, 1, RankLocalReduce, true, true},
+		{ProtocolLines, 128, DirectSend, true, false},
+		{ProtocolLines, 128, RankLocalReduce, false, false},
+		{ProtocolFenced, 128, RankLocalReduce, true, false},
+		{ProtocolInline, 128, RankLocalReduce, true, false},
+	} {
+		if got := c.p.CombineLines(c.tokens, 7168, c.mode, c.nvlink); got != c.want {
+			t.Errorf("%v.CombineLines(%d, 7168, %v, nvlink %v) = %v, want %v", c.p, c.tokens, c.mode, c.nvlink, got, c.want)
+		}
+	}
 }
 
 func TestProtocolInlineUpTo(t *testing.T) {

@@ -153,8 +153,9 @@ type Protocol int
 
 const (
 	// ProtocolAuto (the default): inline for the smallest operations
-	// (InlineMaxBytes); above that, lines for a BF16 dispatch between GPUs
-	// that all reach each other over NVLink, fenced otherwise.
+	// (InlineMaxBytes); above that, between GPUs that all reach each other
+	// over NVLink, lines for a BF16 dispatch and a rank_local_reduce
+	// combine; fenced otherwise.
 	ProtocolAuto Protocol = iota
 	// ProtocolInline: every 8 data bytes travel with the call's flag and
 	// the receiver polls the data itself: no fence and no signal round
@@ -166,7 +167,8 @@ const (
 	// ProtocolLines: dispatch messages travel in 128-byte lines of 112
 	// data bytes and the call's flag, which NVLink delivers whole; the
 	// receiver polls each line and copies it as it lands (no fence, no
-	// signal round trip, 1/7 more bytes). Combine is fenced. Needs NVLink
+	// signal round trip, 1/7 more bytes); so do combine's partial rows in
+	// rank_local_reduce (direct_send combine is fenced). Needs NVLink
 	// between every pair of GPUs.
 	ProtocolLines
 )
@@ -226,6 +228,19 @@ func (p Protocol) DispatchLines(tokens, hidden int, dt DispatchDtype, nvlink boo
 		return false
 	}
 	return p == ProtocolLines || (p == ProtocolAuto && dt == DtypeBF16)
+}
+
+// CombineLines reports whether a combine of `tokens` tokens of `hidden`
+// channels sends its partial rows in the lines protocol: rank_local_reduce
+// only (direct_send moves every expert row and is bound by the link, where
+// lines' extra eighth of bytes costs more than the fence), and only over
+// NVLink; auto picks it there for either dispatch dtype (the partials are
+// bf16 either way).
+func (p Protocol) CombineLines(tokens, hidden int, mode CombineMode, nvlink bool) bool {
+	if !nvlink || p.Inline(tokens, hidden) || mode != RankLocalReduce {
+		return false
+	}
+	return p == ProtocolLines || p == ProtocolAuto
 }
 
 // Backend names accepted by --backend. The empty string means automatic:

@@ -49,6 +49,8 @@ type Backend struct {
 	expectC   uint64
 	callsD    uint64 // calls so far
 	callsC    uint64
+	clock     uint64     // --cuda-graph: the kernels' device clock (kernels.ClockBytes), else 0
+	graphs    [2][]Graph // --cuda-graph: dispatch and combine of each routing, captured at first use
 
 	allocs []cu.DevicePtr
 	errw   *MappedWord // the kernels' error word, read by the host without a copy
@@ -85,14 +87,25 @@ func dispatchLines(cfg *config.Config, s bench.Shape, nvlink bool) bool {
 		kernels.LinesSlotBytes(s.TopK, s.Hidden) <= kernels.InlineSlotBytes(s.TopK, s.Hidden)
 }
 
-// layoutFor lays out the symmetric memory of shape s; lines: whether its
-// dispatch (at s.Tokens) uses the lines protocol.
-func layoutFor(s bench.Shape, p config.Protocol, lines bool) symLayout {
+// combineLines reports whether a combine of shape s sends its partial rows
+// in the lines protocol (config.Protocol.CombineLines).
+func combineLines(cfg *config.Config, s bench.Shape, nvlink bool) bool {
+	return cfg.Protocol.CombineLines(s.Tokens, s.Hidden, cfg.CombineMode, nvlink)
+}
+
+// layoutFor lays out the symmetric memory of shape s under cfg (nvlink:
+// whether the lines protocol may be used).
+func layoutFor(s bench.Shape, cfg *config.Config, nvlink bool) symLayout {
+	p := cfg.Protocol
 	R, T, H, K := int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
 	TI := int64(min(s.Tokens, p.InlineUpTo(s.Hidden))) // the most tokens that use the inline protocol
 	TD := TI                                           // the most tokens of an inline or lines dispatch
-	if lines {
+	if dispatchLines(cfg, s, nvlink) {
 		TD = T
+	}
+	combine := max(TI*K, R*TI) * int64(kernels.InlineRowBytes(s.Hidden)) // inline combine rows
+	if combineLines(cfg, s, nvlink) {
+		combine = max(combine, R*T*int64(kernels.LinesRowBytes(s.Hidden)))
 	}
 	var l symLayout
 	l.dispatchSignal = 0
@@ -105,16 +118,16 @@ func layoutFor(s bench.Shape, p config.Protocol, lines bool) symLayout {
 	l.inlineDispatch = l.combineRecv + align(max(T*K, R*T)*H*2, 256)
 	l.inlineCounts = l.inlineDispatch + align(R*TD*int64(kernels.InlineSlotBytes(s.TopK, s.Hidden)), 256)
 	l.inlineCombine = l.inlineCounts + align(16*int64(s.Experts), 256)
-	l.total = l.inlineCombine + align(max(TI*K, R*TI)*int64(kernels.InlineRowBytes(s.Hidden)), 256)
+	l.total = l.inlineCombine + align(combine, 256)
 	return l
 }
 
-// MemoryNeeded is the device memory a rank needs for shape s with the given
-// number of routings.
-func MemoryNeeded(s bench.Shape, routings int, p config.Protocol, lines bool) int64 {
+// MemoryNeeded is the device memory a rank needs for shape s under cfg
+// (nvlink: whether the lines protocol may be used).
+func MemoryNeeded(s bench.Shape, cfg *config.Config, nvlink bool) int64 {
 	L, R, T, H, K := int64(s.LocalExperts()), int64(s.Ranks), int64(s.Tokens), int64(s.Hidden), int64(s.TopK)
-	local := L*R*T*H*2 + L*R*T*(H/128)*4 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + T*H*2 + int64(routings)*(T*K*8+T*K*4)
-	return layoutFor(s, p, lines).total + local + 8*R + 256
+	local := L*R*T*H*2 + L*R*T*(H/128)*4 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + T*H*2 + int64(cfg.Reroute)*(T*K*8+T*K*4)
+	return layoutFor(s, cfg, nvlink).total + local + 8*R + 256 + kernels.ClockBytes
 }
 
 // NewBackend sets a rank up: module, symmetric memory shared with every
@@ -150,8 +163,10 @@ func (b *Backend) setup(g Gatherer) error {
 	if cfg.Protocol == config.ProtocolLines && !b.nvlink {
 		return fmt.Errorf("--protocol lines needs NVLink between every pair of GPUs (a 128-byte line is delivered whole only over NVLink)")
 	}
-	lines := dispatchLines(cfg, s, b.nvlink)
-	need := MemoryNeeded(s, cfg.Reroute, cfg.Protocol, lines)
+	if cfg.CUDAGraph && os.Getenv(TraceEnv) != "" {
+		return fmt.Errorf("%s does not work with --cuda-graph (a captured call cannot be given its own trace slot)", TraceEnv)
+	}
+	need := MemoryNeeded(s, cfg, b.nvlink)
 	free, _, err := cu.MemInfo()
 	if err != nil {
 		return fmt.Errorf("cuMemGetInfo: %w", err)
@@ -198,7 +213,7 @@ func (b *Backend) setup(g Gatherer) error {
 	}
 	b.params = NewParamBlock(kernels.ArgsSize)
 
-	lay := layoutFor(s, cfg.Protocol, lines)
+	lay := layoutFor(s, cfg, b.nvlink)
 	local, peers, err := b.transport.Alloc(lay.total)
 	if err != nil {
 		return err
@@ -245,10 +260,14 @@ func (b *Backend) setup(g Gatherer) error {
 		b.idx = append(b.idx, must(int64(T*K*8)))
 		b.w = append(b.w, must(int64(T*K*4)))
 	}
+	b.graphs = [2][]Graph{make([]Graph, cfg.Reroute), make([]Graph, cfg.Reroute)}
 	if afterAlloc != nil {
 		if err := afterAlloc(); err != nil {
 			return err
 		}
+	}
+	if cfg.CUDAGraph {
+		b.clock = must(kernels.ClockBytes)
 	}
 	if os.Getenv(TraceEnv) != "" {
 		b.traceD = must(int64(traceCalls * b.traceSlot()))
@@ -260,6 +279,11 @@ func (b *Backend) setup(g Gatherer) error {
 
 	if err := b.upload(T); err != nil {
 		return err
+	}
+	if b.clock != 0 {
+		if err := MemsetD32Async(b.clock, 0, kernels.ClockBytes/4, b.stream); err != nil {
+			return err
+		}
 	}
 	pb := make([]byte, 8*R)
 	for r, p := range peers {
@@ -279,6 +303,7 @@ func (b *Backend) setup(g Gatherer) error {
 		OffInlineDispatch: uint64(lay.inlineDispatch), OffInlineCounts: uint64(lay.inlineCounts),
 		OffInlineCombine: uint64(lay.inlineCombine),
 		TimeoutNs:        uint64(cfg.TimeoutMs) * 1_000_000,
+		Clock:            b.clock,
 		Rank:             int32(s.Rank), Ranks: int32(R), Tokens: int32(T), Hidden: int32(H), TopK: int32(K),
 		LocalEx: int32(L),
 	}
@@ -344,6 +369,12 @@ func (b *Backend) SetTokens(t int) error {
 	if t < 1 || t > b.capTokens {
 		return fmt.Errorf("tokens %d outside the set-up's 1..%d", t, b.capTokens)
 	}
+	if err := b.stream.Sync(); err != nil {
+		return err
+	}
+	if err := b.dropGraphs(); err != nil {
+		return err
+	}
 	if err := b.upload(t); err != nil {
 		return err
 	}
@@ -355,52 +386,60 @@ func (b *Backend) SetTokens(t int) error {
 // Name implements bench.Backend.
 func (b *Backend) Name() string { return "cuda" }
 
+// Graphs reports whether the operations run as CUDA graphs (--cuda-graph).
+func (b *Backend) Graphs() bool { return b.clock != 0 }
+
 // Grid is the number of blocks each kernel launches.
 func (b *Backend) Grid() int { return b.grid }
 
-// The kernels' signalling (LLArgs.inline_proto).
-const (
-	protoFenced int32 = 0
-	protoInline int32 = 1
-	protoLines  int32 = 2 // dispatch only: combine then reads the headers in lines and is fenced
-)
-
-// protocol is the signalling of the operations at the current token count.
-func (b *Backend) protocol() int32 {
-	switch {
-	case b.cfg.Protocol.Inline(b.shape.Tokens, b.shape.Hidden):
-		return protoInline
-	case dispatchLines(b.cfg, b.shape, b.nvlink):
-		return protoLines
+// protocols is the signalling of dispatch and combine at the current token
+// count (kernels.Proto*).
+func (b *Backend) protocols() (dispatch, combine int32) {
+	if b.cfg.Protocol.Inline(b.shape.Tokens, b.shape.Hidden) {
+		return kernels.ProtoInline, kernels.ProtoInline
 	}
-	return protoFenced
+	dispatch, combine = kernels.ProtoFenced, kernels.ProtoFenced
+	if dispatchLines(b.cfg, b.shape, b.nvlink) {
+		dispatch = kernels.ProtoLines
+	}
+	if combineLines(b.cfg, b.shape, b.nvlink) {
+		combine = kernels.ProtoLines
+	}
+	return dispatch, combine
 }
 
+// protoNames are the kernels.Proto* values' names.
+var protoNames = [...]string{kernels.ProtoFenced: "fenced", kernels.ProtoInline: "inline", kernels.ProtoLines: "lines"}
+
 // Protocols names how dispatch and combine signal at the current token
-// count: inline, fenced, or lines (dispatch only).
+// count: inline, fenced, or lines.
 func (b *Backend) Protocols() (dispatch, combine string) {
-	switch b.protocol() {
-	case protoInline:
-		return "inline", "inline"
-	case protoLines:
-		return "lines", "fenced"
-	}
-	return "fenced", "fenced"
+	d, c := b.protocols()
+	return protoNames[d], protoNames[c]
 }
 
 // launch runs one operation with routing j. With the fenced protocol every
 // source makes one release per call on each rank's arrival counter, so after
-// the n-th fenced call the kernel waits for n from every source; inline
-// calls and lines dispatches carry their own flags and do not touch the
-// counters.
+// the n-th fenced call the kernel waits for n from every source; inline and
+// lines calls carry their own flags and do not touch the counters. With
+// --cuda-graph the kernels keep that count and the epoch on the device
+// (kernels.ClockBytes), so each (operation, routing) is captured once, at
+// its first call, and its graph launched from then on.
 func (b *Backend) launch(f Function, j int, expect *uint64) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
-	p := b.protocol()
-	b.args.InlineProto = p
-	if p == protoFenced || (p == protoLines && f != b.dispatch) {
+	d, c := b.protocols()
+	b.args.InlineProto, b.args.CombineProto = d, c
+	if (f == b.dispatch && d == kernels.ProtoFenced) || (f == b.combine && c == kernels.ProtoFenced) {
 		*expect++
+	}
+	op := 0
+	if f == b.combine {
+		op = 1
+	}
+	if b.clock != 0 && b.graphs[op][j] != 0 {
+		return b.graphs[op][j].Launch(b.stream)
 	}
 	b.args.TopkIdx, b.args.TopkW = b.idx[j], b.w[j]
 	b.args.Expect = *expect
@@ -409,7 +448,29 @@ func (b *Backend) launch(f Function, j int, expect *uint64) error {
 	if f == b.dispatch {
 		smem = kernels.DispatchSharedBytes(b.shape.Experts)
 	}
-	return f.Launch(b.grid, kernels.ThreadsPerBlock, smem, b.stream, b.params)
+	if b.clock == 0 {
+		return f.Launch(b.grid, kernels.ThreadsPerBlock, smem, b.stream, b.params)
+	}
+	g, err := f.Capture(b.grid, kernels.ThreadsPerBlock, smem, b.stream, b.params)
+	if err != nil {
+		return err
+	}
+	b.graphs[op][j] = g
+	return g.Launch(b.stream)
+}
+
+// dropGraphs releases the captured graphs (their arguments are out of date).
+func (b *Backend) dropGraphs() error {
+	var errs []error
+	for op := range b.graphs {
+		for j, g := range b.graphs[op] {
+			if g != 0 {
+				errs = append(errs, g.Destroy())
+				b.graphs[op][j] = 0
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Dispatch implements bench.Backend.
@@ -505,6 +566,7 @@ func (b *Backend) Close() error {
 		errs = append(errs, b.stream.Sync())
 		b.printTrace()
 	}
+	errs = append(errs, b.dropGraphs())
 	for _, p := range b.allocs {
 		errs = append(errs, cu.MemFree(p))
 	}

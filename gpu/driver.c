@@ -44,6 +44,34 @@ int ep_launch(uint64_t function, unsigned grid, unsigned block, unsigned smem, u
                                (CUstream)(uintptr_t)stream, params, NULL);
 }
 
+int ep_graph_capture(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args,
+                     uint64_t* exec) {
+    CUstream s = (CUstream)(uintptr_t)stream;
+    CUgraph g = NULL;
+    CUgraphExec ge = NULL;
+    *exec = 0;
+    CUresult r = cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (r != CUDA_SUCCESS) return (int)r;
+    CUresult launched = (CUresult)ep_launch(function, grid, block, smem, stream, args);
+    r = cuStreamEndCapture(s, &g);  // ends the capture even after a failed launch
+    if (launched != CUDA_SUCCESS) r = launched;
+    if (r == CUDA_SUCCESS) r = cuGraphInstantiateWithFlags(&ge, g, 0);
+    if (g != NULL) cuGraphDestroy(g);
+    if (r == CUDA_SUCCESS) r = cuGraphUpload(ge, s);
+    if (r != CUDA_SUCCESS) {
+        if (ge != NULL) cuGraphExecDestroy(ge);
+        return (int)r;
+    }
+    *exec = (uint64_t)(uintptr_t)ge;
+    return CUDA_SUCCESS;
+}
+
+int ep_graph_launch(uint64_t exec, uint64_t stream) {
+    return (int)cuGraphLaunch((CUgraphExec)(uintptr_t)exec, (CUstream)(uintptr_t)stream);
+}
+
+int ep_graph_destroy(uint64_t exec) { return (int)cuGraphExecDestroy((CUgraphExec)(uintptr_t)exec); }
+
 int ep_stream_create(uint64_t* stream) {
     CUstream s = NULL;
     CUresult r = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);

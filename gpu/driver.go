@@ -135,6 +135,26 @@ func (f Function) Launch(grid, block, smem int, s Stream, args *ParamBlock) erro
 	return check("cuLaunchKernel", C.ep_launch(C.uint64_t(f), C.uint(grid), C.uint(block), C.uint(smem), C.uint64_t(s), args.p))
 }
 
+// Graph is an executable CUDA graph of one kernel launch.
+type Graph uint64
+
+// Capture records the launch Launch would make as a CUDA graph on s (the
+// argument block is copied into the graph), instantiates it and uploads it
+// to s.
+func (f Function) Capture(grid, block, smem int, s Stream, args *ParamBlock) (Graph, error) {
+	var g C.uint64_t
+	err := check("capturing a CUDA graph", C.ep_graph_capture(C.uint64_t(f), C.uint(grid), C.uint(block), C.uint(smem), C.uint64_t(s), args.p, &g))
+	return Graph(g), err
+}
+
+// Launch enqueues the graph on s.
+func (g Graph) Launch(s Stream) error {
+	return check("cuGraphLaunch", C.ep_graph_launch(C.uint64_t(g), C.uint64_t(s)))
+}
+
+// Destroy releases the graph.
+func (g Graph) Destroy() error { return check("cuGraphExecDestroy", C.ep_graph_destroy(C.uint64_t(g))) }
+
 // IPCHandleSize is the size of a CUDA IPC memory handle.
 func IPCHandleSize() int { return int(C.ep_ipc_handle_size()) }
 

@@ -18,6 +18,13 @@ int ep_module_function(uint64_t module, const char* name, uint64_t* function);
 // Launches function with a single by-value parameter block at args.
 int ep_launch(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args);
 
+// A CUDA graph of that one launch, captured on stream, instantiated and
+// uploaded there (the graph itself is released; the executable one stays).
+int ep_graph_capture(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args,
+                     uint64_t* exec);
+int ep_graph_launch(uint64_t exec, uint64_t stream);
+int ep_graph_destroy(uint64_t exec);
+
 int ep_stream_create(uint64_t* stream);
 int ep_stream_destroy(uint64_t stream);
 int ep_stream_sync(uint64_t stream);

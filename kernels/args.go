@@ -17,13 +17,27 @@ type Args struct {
 	OffInlineDispatch, OffInlineCounts         uint64
 	OffInlineCombine                           uint64
 	Expect, TimeoutNs                          uint64
+	Clock                                      uint64 // 0, or the device clock (ClockBytes)
 	Rank, Ranks, Tokens, Hidden, TopK, LocalEx int32
 	Epoch, CombineMode                         int32
 	FP8, InlineProto                           int32
+	CombineProto, Reserved                     int32
 }
 
-// ArgsSize is sizeof(LLArgs): 24 eight-byte fields and 10 four-byte fields.
-const ArgsSize = 24*8 + 10*4
+// ArgsSize is sizeof(LLArgs): 25 eight-byte fields and 12 four-byte fields.
+const ArgsSize = 25*8 + 12*4
+
+// ClockBytes is the size of the device clock (kClockWords in ll.cuh): the
+// call count the kernels keep on the device when their arguments cannot
+// change between calls (CUDA graphs). Zeroed before the first call.
+const ClockBytes = 8 * 8
+
+// Signalling of an operation (LLArgs.inline_proto and combine_proto).
+const (
+	ProtoFenced int32 = 0
+	ProtoInline int32 = 1
+	ProtoLines  int32 = 2
+)
 
 // TracePoints is the number of phase stamps per block (kTracePoints).
 const TracePoints = 8
@@ -37,11 +51,12 @@ func (a *Args) Put(b []byte) {
 		a.Peers, a.Err, a.X, a.TopkIdx, a.TopkW, a.RecvX, a.RecvCount, a.SrcInfo, a.LayoutRange,
 		a.RowPos, a.Y, a.Out, a.RecvScales, a.Trace, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
 		a.OffDispatchCounts, a.OffInlineDispatch, a.OffInlineCounts, a.OffInlineCombine, a.Expect, a.TimeoutNs,
+		a.Clock,
 	} {
 		le.PutUint64(b[o:], v)
 		o += 8
 	}
-	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalEx, a.Epoch, a.CombineMode, a.FP8, a.InlineProto} {
+	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalEx, a.Epoch, a.CombineMode, a.FP8, a.InlineProto, a.CombineProto, a.Reserved} {
 		le.PutUint32(b[o:], uint32(v))
 		o += 4
 	}
@@ -70,9 +85,12 @@ func InlineSlotBytes(topk, hidden int) int { return 16 * ((1+2*topk+7)/8*8 + hid
 func LinesSlotBytes(topk, hidden int) int {
 	const words = 14
 	headerLines := (2 + 3*topk + 2*words - 1) / (2 * words)
-	rowLines := (hidden/4 + words - 1) / words
-	return 128 * (headerLines + rowLines)
+	return 128*headerLines + LinesRowBytes(hidden)
 }
+
+// LinesRowBytes is the size of one lines-protocol combine partial row: a
+// bf16 row's lines (lines_row_lines in ll.cuh).
+func LinesRowBytes(hidden int) int { return 128 * ((hidden/4 + 13) / 14) }
 
 // InlineRowBytes is the size of one inline-protocol combine row.
 func InlineRowBytes(hidden int) int { return 16 * (hidden / 4) }

@@ -17,7 +17,9 @@
 // either reduces its local experts' weighted rows into one bf16 partial
 // (rank_local_reduce) or sends every expert row back (direct_send); the own
 // rank's slots follow on the worker warps. The source side waits for every
-// rank and reduces per token.
+// rank and reduces per token. In the lines protocol (rank_local_reduce) the
+// partials travel as flagged lines that the source side polls, and the own
+// rank's partial is computed by the source side itself while they land.
 //
 // Releases (fenced protocol): each block that had work takes a ticket when
 // its stores are issued; the block that takes a call's last ticket makes the
@@ -25,10 +27,12 @@
 // fenced call and source, so the host passes the number of fenced calls and
 // nothing is cleaned between calls. Small operations use the inline protocol
 // instead (ll.cuh): the data carries the call's flag and is polled, with no
-// fence and no counter. The lines protocol (ll.cuh, dispatch only) sends
-// each token's header first and its row in flagged 128-byte lines, which the
-// receiving warps copy as they land. Below kSpreadTokens tokens a token's
-// row is sent and received by many SMs. Every wait is bounded.
+// fence and no counter. The lines protocol (ll.cuh) sends each token's
+// header first and its row in flagged 128-byte lines, which the receiving
+// warps copy as they land. Below kSpreadTokens tokens a token's
+// row is sent and received by many SMs. Every wait is bounded. With a
+// device clock (ll.cuh) the kernels take the call number from device memory,
+// so their arguments never change and a CUDA graph can replay them.
 #include <limits.h>
 
 #include "ll.cuh"
@@ -286,19 +290,19 @@ struct YRaw {
     float scale;
 };
 
-// Starts the loads of vectors v0, v0+32, ... of expert output row `row`.
-__device__ __forceinline__ void load_y(const LLArgs& a, int64_t row, int v0, int vec_per_row, YRaw r[kVecPerLane]) {
+// Starts the loads of the vectors v[u] (-1: none) of expert output row `row`.
+__device__ __forceinline__ void load_y(const LLArgs& a, int64_t row, const int v[kVecPerLane], YRaw r[kVecPerLane]) {
 #pragma unroll
     for (int u = 0; u < kVecPerLane; u++) {
-        const int v = v0 + u * kWarp;
-        if (v >= vec_per_row) continue;
+        if (v[u] < 0) continue;
         if (!a.fp8) {
-            r[u].v = __ldg(reinterpret_cast<const uint4*>(a.y + row * a.hidden) + v);
+            r[u].v = __ldg(reinterpret_cast<const uint4*>(a.y + row * a.hidden) + v[u]);
         } else {
-            const uint2 q = __ldg(reinterpret_cast<const uint2*>(reinterpret_cast<const uint8_t*>(a.y) + row * a.hidden) + v);
+            const uint2 q =
+                __ldg(reinterpret_cast<const uint2*>(reinterpret_cast<const uint8_t*>(a.y) + row * a.hidden) + v[u]);
             r[u].v.x = q.x;
             r[u].v.y = q.y;
-            r[u].scale = __ldg(a.recv_scales + row * (a.hidden / kScaleBlock) + v * 8 / kScaleBlock);
+            r[u].scale = __ldg(a.recv_scales + row * (a.hidden / kScaleBlock) + v[u] * 8 / kScaleBlock);
         }
     }
 }
@@ -310,9 +314,32 @@ __device__ __forceinline__ void decode_y(const LLArgs& a, const YRaw& r, float f
     else dequant8(make_uint2(r.v.x, r.v.y), r.scale, f);
 }
 
+// The arguments of this call: those passed, or with the device clock
+// (ll.cuh, kClockWords) the epoch and expected arrivals its record holds,
+// advanced for this call; thread 0 of block 0 writes the other kernel's
+// record.
+__device__ __forceinline__ LLArgs clocked(const LLArgs& p, bool dispatch) {
+    LLArgs a = p;
+    if (p.clock == nullptr) return a;
+    const uint64_t* in = p.clock + (dispatch ? 0 : kClockCombine);
+    const uint64_t epoch = __ldcg(in) + (dispatch ? 1 : 0);
+    const uint64_t ed = __ldcg(in + 1) + (dispatch && p.inline_proto == kProtoFenced ? 1 : 0);
+    const uint64_t ec = __ldcg(in + 2) + (!dispatch && p.combine_proto == kProtoFenced ? 1 : 0);
+    a.epoch = (int32_t)epoch;
+    a.expect = dispatch ? ed : ec;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        uint64_t* out = p.clock + (dispatch ? kClockCombine : 0);
+        out[0] = epoch;
+        out[1] = ed;
+        out[2] = ec;
+    }
+    return a;
+}
+
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(const LLArgs a) {
+extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(const LLArgs args) {
+    const LLArgs a = clocked(args, true);
     // Dynamic shared memory: two int arrays of E entries (DispatchSharedBytes).
     extern __shared__ int dyn[];
     __shared__ int dests[kMaxTopK];      // the current token's destination peers
@@ -359,7 +386,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     };
     // For fewer than kSpreadTokens tokens the rows leave from many SMs (see
     // the send pass), so the block holds no row.
-    const bool inl = a.inline_proto == 1, lines = a.inline_proto == 2;
+    const bool inl = a.inline_proto == kProtoInline, lines = a.inline_proto == kProtoLines;
     const bool spread = T < kSpreadTokens && !lines;
     if (t0 < t1 && !spread) load_x(t0);
     for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
@@ -844,7 +871,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 }
             }
         }
-        EPBENCH_TRACE_BY(a, 4, kWarp);
+        EPBENCH_TRACE_BY(a, 4, (kOwnWarps + 1) * kWarp);  // the first receiving warp
         return;
     }
     if (spread) {
@@ -1047,19 +1074,86 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
 
 namespace {
 
+constexpr int kLinesPerItem = 4 * kVecPerLane;  // lines protocol: row lines per combine work item
+
+// The vectors (16 bytes, 8 channels) of a row that the lane handles in
+// combine work item `slice` of a row, -1 for none: vectors slice *
+// kSliceVecs + lane + 32u, or with the lines protocol those of line slice *
+// kLinesPerItem + 4u + lane / 8, part lane % 8 (part 7 carries the flag).
+__device__ __forceinline__ void item_vecs(int slice, bool lines, int vec_per_row, int nlines, int v[kVecPerLane]) {
+    const int lane = threadIdx.x % kWarp;
+#pragma unroll
+    for (int u = 0; u < kVecPerLane; u++) {
+        int x = slice * kSliceVecs + u * kWarp + lane;
+        if (lines) {
+            const int line = slice * kLinesPerItem + 4 * u + lane / 8, part = lane % 8;
+            x = line < nlines && part < 7 ? line * 7 + part : -1;
+        }
+        v[u] = x < vec_per_row ? x : -1;
+    }
+}
+
+// The line of the lane's part u in work item `slice` (lines protocol).
+__device__ __forceinline__ int item_line(int slice, int u) {
+    return slice * kLinesPerItem + 4 * u + (int)(threadIdx.x % kWarp) / 8;
+}
+
+// Calls use(k, w, raw) for each of the warp's local selections in `local`
+// (bit k: lane k holds the selection's expert output row my_row and its
+// weight my_w) in top-k order, kBatch rows' loads in flight at a time, raw
+// holding the lane's vectors v of the row. Warp-uniform.
+template <typename F>
+__device__ __forceinline__ void for_local_rows(const LLArgs& a, unsigned local, int64_t my_row, float my_w,
+                                               const int v[kVecPerLane], F use) {
+    for (unsigned m = local; m;) {
+        YRaw raw[kBatch][kVecPerLane];
+        float wb[kBatch];
+        int kb[kBatch];
+        int nb = 0;
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+            if (m == 0) break;
+            const int k = __ffs(m) - 1;
+            m &= m - 1;
+            kb[b] = k;
+            wb[b] = __shfl_sync(0xffffffffu, my_w, k);
+            load_y(a, __shfl_sync(0xffffffffu, my_row, k), v, raw[b]);
+            nb = b + 1;
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+            if (b >= nb) break;
+            use(kb[b], wb[b], raw[b]);
+        }
+    }
+}
+
+// acc += w * the decoded vectors in raw (the fp32 steps of the CPU reference).
+__device__ __forceinline__ void add_weighted(const LLArgs& a, float acc[kVecPerLane][8], float w,
+                                             const YRaw raw[kVecPerLane]) {
+#pragma unroll
+    for (int u = 0; u < kVecPerLane; u++) {
+        float f[8];
+        decode_y(a, raw[u], f);
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], w, f[j]);
+    }
+}
+
 // Expert side of combine for one work item: row slice `slice` of the slot
 // (source rank s, token t). It either sends the bf16 partial of the local
 // experts the token selected (rank_local_reduce) or every such expert row
 // (direct_send) to the source's combine receive area. Warp-uniform.
 __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int s, int t, int slice) {
     const int T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
-    const int vec_per_row = H / 8;
+    const int vec_per_row = H / 8, nl = lines_row_lines(H, false);
     const int lane = threadIdx.x % kWarp;
     const int lo = a.rank * L, hi = lo + L;
     const int64_t rows_per_expert = (int64_t)a.ranks * T;
     const uint64_t peer = a.peers[s];
     const uint64_t dst_base = at<uint8_t>(peer, a.off_combine_recv) - (uint8_t*)0;
-    uint4* const idst = at<uint4>(peer, a.off_inline_combine);  // inline: rows of inline_row_units
+    uint4* const idst = at<uint4>(peer, a.off_inline_combine);  // inline: rows of inline_row_units; lines: of nl lines
+    const bool inl = a.combine_proto == kProtoInline, lines = a.combine_proto == kProtoLines;
     const uint32_t flag = (uint32_t)a.epoch;
     // The routing of (s, t) (the message header, or for the own rank's
     // tokens, never sent to itself, its own topk_idx and weights) and the
@@ -1072,12 +1166,12 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
             e = (int)a.topk_idx[(int64_t)t * K + lane];
             we = a.topk_w[(int64_t)t * K + lane];
         }
-    } else if (a.inline_proto == 2) {
+    } else if (a.inline_proto == kProtoLines) {
         // Lines: dispatch is over, so every line of this call is in place.
         const uint4* h = inline_slot(a, self, s, t);
         uint64_t w0 = 0, w1 = 0;
         if (lane < 8 * lines_header_lines(K)) line_load(h + lane, &w0, &w1);
-        const bool fresh = __shfl_sync(0xffffffffu, (int)(w1 == (uint64_t)(uint32_t)a.epoch), 7) != 0;  // line 0's flag
+        const bool fresh = __shfl_sync(0xffffffffu, (int)(w1 == (uint64_t)flag), 7) != 0;  // line 0's flag
         live = fresh && header_int(w0, w1, 0) == 1;
         const int k = lane < K ? lane : 0;
         const int id = header_int(w0, w1, 2 + k);
@@ -1086,7 +1180,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
             e = id;
             we = __int_as_float(wbits);
         }
-    } else if (!a.inline_proto) {
+    } else if (a.inline_proto == kProtoFenced) {
         const int* h = reinterpret_cast<const int*>(dispatch_slot(a, self, s, t));
         live = __ldcg(h) == a.epoch;
         if (lane < K) {
@@ -1097,7 +1191,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
         // Inline: dispatch is over, so every unit of this call is in place.
         const uint4* h = inline_slot(a, self, s, t);
         const uint4 u0 = unit_load(h);
-        live = u0.y == (uint32_t)a.epoch && u0.x == 1;
+        live = u0.y == flag && u0.x == 1;
         if (lane < K) {
             e = (int)unit_load(h + 1 + lane).x;
             we = __uint_as_float(unit_load(h + 1 + K + lane).x);
@@ -1115,81 +1209,67 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     }
     const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
     if (local == 0) return;
-    const int v0 = slice * kSliceVecs + lane;
+    int v[kVecPerLane];
+    item_vecs(slice, lines, vec_per_row, nl, v);
     float acc[kVecPerLane][8];
 #pragma unroll
     for (int u = 0; u < kVecPerLane; u++)
 #pragma unroll
         for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
-    // kBatch rows' loads in flight, then used in top-k order.
-    for (unsigned m = local; m;) {
-        YRaw raw[kBatch][kVecPerLane];
-        float wb[kBatch];
-        int kb[kBatch];
-        int nb = 0;
-#pragma unroll
-        for (int b = 0; b < kBatch; b++) {
-            if (m == 0) break;
-            const int k = __ffs(m) - 1;
-            m &= m - 1;
-            kb[b] = k;
-            wb[b] = __shfl_sync(0xffffffffu, my_w, k);
-            load_y(a, __shfl_sync(0xffffffffu, my_row, k), v0, vec_per_row, raw[b]);
-            nb = b + 1;
+    for_local_rows(a, local, my_row, my_w, v, [&](int k, float w, const YRaw* raw) {
+        if (a.combine_mode == 0) {
+            add_weighted(a, acc, w, raw);
+            return;
         }
-#pragma unroll
-        for (int b = 0; b < kBatch; b++) {
-            if (b >= nb) break;
-            if (a.combine_mode == 0) {
-#pragma unroll
-                for (int u = 0; u < kVecPerLane; u++) {
-                    float f[8];
-                    decode_y(a, raw[b][u], f);
-#pragma unroll
-                    for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], wb[b], f[j]);
-                }
-            } else {
-                // direct_send: every expert row travels back as bf16.
-                const uint64_t row = (uint64_t)t * K + kb[b];
-                uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
-#pragma unroll
-                for (int u = 0; u < kVecPerLane; u++) {
-                    const int v = v0 + u * kWarp;
-                    if (v >= vec_per_row) continue;
-                    uint4 out = raw[b][u].v;
-                    if (a.fp8) {
-                        float f[8];
-                        decode_y(a, raw[b][u], f);
-                        out = pack8(f);
-                    }
-                    if (a.inline_proto == 1) vec_store(idst + row * inline_row_units(H) + 2 * v, out, flag);
-                    else to[v] = out;
-                }
-            }
-        }
-    }
-    if (a.combine_mode == 0) {
-        const uint64_t row = (uint64_t)a.rank * T + t;
+        // direct_send: every expert row travels back as bf16.
+        const uint64_t row = (uint64_t)t * K + k;
         uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++) {
-            const int v = v0 + u * kWarp;
-            if (v >= vec_per_row) continue;
-            if (a.inline_proto == 1) vec_store(idst + row * inline_row_units(H) + 2 * v, pack8(acc[u]), flag);
-            else to[v] = pack8(acc[u]);
+            if (v[u] < 0) continue;
+            uint4 out = raw[u].v;
+            if (a.fp8) {
+                float f[8];
+                decode_y(a, raw[u], f);
+                out = pack8(f);
+            }
+            if (inl) vec_store(idst + row * inline_row_units(H) + 2 * v[u], out, flag);
+            else to[v[u]] = out;
+        }
+    });
+    if (a.combine_mode != 0) return;
+    const uint64_t row = (uint64_t)a.rank * T + t;
+    uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
+#pragma unroll
+    for (int u = 0; u < kVecPerLane; u++) {
+        const uint4 d = pack8(acc[u]);
+        if (lines) {
+            // Whole lines, each by 8 lanes in one instruction; part 7 the flag.
+            const int line = item_line(slice, u);
+            if (line >= nl) continue;
+            const bool fl = lane % 8 == 7;
+            line_store(idst + (row * nl + line) * 8 + lane % 8, fl ? 0 : (uint64_t)d.y << 32 | d.x,
+                       fl ? (uint64_t)flag : (uint64_t)d.w << 32 | d.z);
+        } else if (v[u] >= 0) {
+            if (inl) vec_store(idst + row * inline_row_units(H) + 2 * v[u], d, flag);
+            else to[v[u]] = d;
         }
     }
 }
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(const LLArgs a) {
+extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(const LLArgs args) {
+    const LLArgs a = clocked(args, false);
     const uint64_t deadline = global_timer() + a.timeout_ns;
     EPBENCH_TRACE(a, 0);
     const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
-    const int vec_per_row = H / 8;
+    const int vec_per_row = H / 8, nl = lines_row_lines(H, false);
+    const int lo = a.rank * L, hi = lo + L;
+    const int64_t rows_per_expert = (int64_t)R * T;
     const uint64_t self = a.peers[a.rank];
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const bool inl = a.combine_proto == kProtoInline, lines = a.combine_proto == kProtoLines;
     // Warps are numbered across the blocks first (warp w of the grid is warp
     // w / grid of block w % grid), so a small operation's items land on as
     // many SMs as there are items: one SM stores only ~20 GB/s over NVLink.
@@ -1198,8 +1278,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
 
     // --- expert side: one warp per received (source rank, token, row slice),
     // the peers' slots first (sources from rank+1 on), then the own rank's
-    // with the worker warps while warp 0 releases the peers ---
-    const int slices = (vec_per_row + kSliceVecs - 1) / kSliceVecs;
+    // with the worker warps while warp 0 releases the peers. With the lines
+    // protocol the peers' partials need no release, and the source side
+    // computes the own rank's partial itself ---
+    const int slices = lines ? (nl + kLinesPerItem - 1) / kLinesPerItem : (vec_per_row + kSliceVecs - 1) / kSliceVecs;
     const int peer_items = (R - 1) * T * slices, own_items = T * slices;
     // Blocks with items of the peers take a ticket for the peers' release,
     // blocks with items of the own rank (worker warps) one for its release.
@@ -1212,25 +1294,29 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         const int st = item / slices;
         combine_item(a, self, (a.rank + 1 + st / T) % R, st % T, item % slices);
     }
-    __syncthreads();
-    EPBENCH_TRACE(a, 1);
-    const bool inl = a.inline_proto == 1;  // lines (2) is dispatch's alone: combine is fenced then
-    if (warp == 0 && !inl && peer_worked && last_ticket(signal + R, peer_blocks)) {
-        release_peers(a, a.peers, a.off_combine_signal);
-        EPBENCH_TRACE(a, 2);
+    if (!lines) {
+        __syncthreads();
+        EPBENCH_TRACE(a, 1);
+        if (warp == 0 && !inl && peer_worked && last_ticket(signal + R, peer_blocks)) {
+            release_peers(a, a.peers, a.off_combine_signal);
+            EPBENCH_TRACE(a, 2);
+        }
+        if (warp > 0) {
+            const int nw = gridDim.x * (kWarps - 1);
+            for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < own_items; item += nw)
+                combine_item(a, self, a.rank, item / slices, item % slices);
+            workers_sync();
+            // The own rank's partials: the last block releases them at device scope.
+            if (warp == 1 && !inl && own_worked && last_ticket(signal + R + 1, own_blocks) && lane == 0)
+                red_release_gpu_add(signal + a.rank, 1);
+        }
+        EPBENCH_TRACE_BY(a, 3, kWarp);
+    } else {
+        EPBENCH_TRACE_BY(a, 1, 0);
     }
-    if (warp > 0) {
-        const int nw = gridDim.x * (kWarps - 1);
-        for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < own_items; item += nw)
-            combine_item(a, self, a.rank, item / slices, item % slices);
-        workers_sync();
-        // The own rank's partials: the last block releases them at device scope.
-        if (warp == 1 && !inl && own_worked && last_ticket(signal + R + 1, own_blocks) && lane == 0)
-            red_release_gpu_add(signal + a.rank, 1);
-    }
-    EPBENCH_TRACE_BY(a, 3, kWarp);
 
-    // --- source side: wait for every rank, then one warp per token ---
+    // --- source side: wait for every rank (fenced), then one warp per
+    // (token, row slice) ---
     // The routing of each warp's first token is loaded before the wait.
     int first_e = -1;
     float first_w = 0.f;
@@ -1239,20 +1325,27 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         first_e = (int)a.topk_idx[(int64_t)t * K + lane];
         first_w = a.topk_w[(int64_t)t * K + lane];
     }
-    __shared__ int failed;
-    if (threadIdx.x == 0) failed = 0;
-    __syncthreads();
-    if (threadIdx.x < R && !inl) {
-        const uint64_t* arrived = at<const uint64_t>(self, a.off_combine_signal);
-        if (!wait_arrivals(arrived + threadIdx.x, a.expect, deadline, a.err, kPhaseCombine, threadIdx.x)) failed = 1;
+    if (!inl && !lines) {
+        __shared__ int failed;
+        if (threadIdx.x == 0) failed = 0;
+        __syncthreads();
+        if (threadIdx.x < R) {
+            const uint64_t* arrived = at<const uint64_t>(self, a.off_combine_signal);
+            if (!wait_arrivals(arrived + threadIdx.x, a.expect, deadline, a.err, kPhaseCombine, threadIdx.x))
+                failed = 1;
+        }
+        __syncthreads();
+        if (failed) return;
+        EPBENCH_TRACE(a, 4);
     }
-    __syncthreads();
-    if (failed) return;
-    EPBENCH_TRACE(a, 4);
     const uint8_t* recv = at<const uint8_t>(self, a.off_combine_recv);
     const uint4* irecv = at<const uint4>(self, a.off_inline_combine);
-    bool ok = true;
-    for (int item = gwarp; item < T * slices; item += nwarps) {
+    const uint32_t flag = (uint32_t)a.epoch;
+    // Lines (rank_local_reduce): the own rank's partial is computed here from
+    // its expert outputs, rounded to bf16 as a peer's is, while the peers'
+    // lines land; then the ranks' partials are added in rank order, each
+    // peer's lines polled until they carry the call's flag.
+    for (int item = gwarp; lines && item < T * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
         int e = first_e;
         float wk = first_w;
@@ -1260,6 +1353,69 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             e = (int)a.topk_idx[(int64_t)t * K + lane];
             wk = a.topk_w[(int64_t)t * K + lane];
         }
+        int v[kVecPerLane];
+        item_vecs(slice, true, vec_per_row, nl, v);
+        float own[kVecPerLane][8];
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) own[u][j] = 0.f;
+        int64_t my_row = -1;
+        if (e >= lo && e < hi)
+            my_row = (int64_t)(e - lo) * rows_per_expert + __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
+        const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
+        for_local_rows(a, local, my_row, wk, v, [&](int, float w, const YRaw* raw) { add_weighted(a, own, w, raw); });
+        float acc[kVecPerLane][8];
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++) {
+            unpack8(pack8(own[u]), own[u]);
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
+        }
+        const unsigned my_rank = e >= 0 ? (unsigned)(e / L) : UINT_MAX;
+        for (int prev = -1;;) {
+            const unsigned q =
+                __reduce_min_sync(0xffffffffu, (int)my_rank > prev && my_rank != UINT_MAX ? my_rank : UINT_MAX);
+            if (q == UINT_MAX) break;
+            prev = (int)q;
+            if ((int)q == a.rank) {
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++)
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], own[u][j]);
+                continue;
+            }
+            const uint4* lfrom = irecv + ((uint64_t)q * T + t) * nl * 8;
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++) {
+                const int first = slice * kLinesPerItem + 4 * u;
+                if (first >= nl) break;
+                uint64_t w0 = 0, w1 = 0;
+                if (!lines_wait(lfrom, first, nl, (uint64_t)flag, &w0, &w1, deadline, a.err, kPhaseCombine, (int)q))
+                    return;  // in every lane together
+                float f[8];
+                unpack8(make_uint4((uint32_t)w0, (uint32_t)(w0 >> 32), (uint32_t)w1, (uint32_t)(w1 >> 32)), f);
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], f[j]);
+            }
+        }
+        if (item == gwarp) EPBENCH_TRACE(a, 6);
+        uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++)
+            if (v[u] >= 0) to[v[u]] = pack8(acc[u]);
+    }
+    bool ok = true;
+    for (int item = gwarp; !lines && item < T * slices; item += nwarps) {
+        const int t = item / slices, slice = item % slices;
+        int e = first_e;
+        float wk = first_w;
+        if (item != gwarp && lane < K) {
+            e = (int)a.topk_idx[(int64_t)t * K + lane];
+            wk = a.topk_w[(int64_t)t * K + lane];
+        }
+        int v[kVecPerLane];
+        item_vecs(slice, false, vec_per_row, nl, v);
         // The terms of the sum, in the order they are added, taken one at a
         // time (warp-uniform): rank_local_reduce: the ranks holding at least
         // one of the token's selections, ascending, each of which sent one
@@ -1287,7 +1443,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             *w = __shfl_sync(0xffffffffu, wk, k);
             return true;
         };
-        const int v0 = slice * kSliceVecs + lane;
         float acc[kVecPerLane][8];
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++)
@@ -1309,13 +1464,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 const uint4* ifrom = irecv + (uint64_t)rowb[b] * inline_row_units(H);
 #pragma unroll
                 for (int u = 0; u < kVecPerLane; u++) {
-                    const int v = v0 + u * kWarp;
-                    if (v >= vec_per_row) continue;
+                    if (v[u] < 0) continue;
                     if (!inl) {
-                        in[b][u] = __ldcg(from + v);
+                        in[b][u] = __ldcg(from + v[u]);
                     } else {  // first loads: the halves of the vector, settled below
-                        in[b][u] = unit_load(ifrom + 2 * v);
-                        ihi[b][u] = unit_load(ifrom + 2 * v + 1);
+                        in[b][u] = unit_load(ifrom + 2 * v[u]);
+                        ihi[b][u] = unit_load(ifrom + 2 * v[u] + 1);
                     }
                 }
             }
@@ -1326,12 +1480,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                     const uint4* ifrom = irecv + (uint64_t)rowb[b] * inline_row_units(H);
 #pragma unroll
                     for (int u = 0; u < kVecPerLane; u++) {
-                        const int v = v0 + u * kWarp;
-                        if (v >= vec_per_row || !ok) continue;
-                        ok = unit_settle(ifrom + 2 * v, &in[b][u], (uint32_t)a.epoch, deadline, a.err, kPhaseCombine,
-                                         rankb[b]) &&
-                             unit_settle(ifrom + 2 * v + 1, &ihi[b][u], (uint32_t)a.epoch, deadline, a.err,
-                                         kPhaseCombine, rankb[b]);
+                        if (v[u] < 0 || !ok) continue;
+                        ok = unit_settle(ifrom + 2 * v[u], &in[b][u], flag, deadline, a.err, kPhaseCombine, rankb[b]) &&
+                             unit_settle(ifrom + 2 * v[u] + 1, &ihi[b][u], flag, deadline, a.err, kPhaseCombine,
+                                         rankb[b]);
                         in[b][u] = make_uint4(in[b][u].x, in[b][u].z, ihi[b][u].x, ihi[b][u].z);
                     }
                 }
@@ -1358,7 +1510,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++)
-            if (v0 + u * kWarp < vec_per_row) to[v0 + u * kWarp] = pack8(acc[u]);
+            if (v[u] >= 0) to[v[u]] = pack8(acc[u]);
     }
     EPBENCH_TRACE(a, 5);
 }

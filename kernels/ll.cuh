@@ -30,11 +30,12 @@ struct LLArgs {
     uint64_t off_dispatch_recv;    // [R, T] dispatch messages (header + row) per source rank and token
     uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
     uint64_t off_dispatch_counts;  // int32 [R, L]: selections of each local expert per source rank
-    uint64_t off_inline_dispatch;  // inline protocol: [R, T] slots of units (inline_slot_units)
-    uint64_t off_inline_counts;    // inline protocol: [R, L] units
-    uint64_t off_inline_combine;   // inline protocol: [max(T*K, R*T)] rows of H/4 units
+    uint64_t off_inline_dispatch;  // inline and lines protocols: [R, T] slots of units (inline_slot_units)
+    uint64_t off_inline_counts;    // inline and lines protocols: [R, L] units
+    uint64_t off_inline_combine;   // inline: [max(T*K, R*T)] rows of H/4 units; lines: [R*T] rows of lines
     uint64_t expect;           // every source's arrival count once this call's release is in: the call number
     uint64_t timeout_ns;       // bound of every spin-wait
+    uint64_t* clock;           // null, or the device clock (kClockWords): epoch and expect come from there
     int32_t rank;
     int32_t ranks;
     int32_t tokens;
@@ -44,8 +45,24 @@ struct LLArgs {
     int32_t epoch;             // call number, tags dispatch messages so stale slots are ignored
     int32_t combine_mode;      // 0 rank_local_reduce, 1 direct_send
     int32_t fp8;               // 1: dispatch carries E4M3 with one scale per 128 channels
-    int32_t inline_proto;      // 1: every 8 data bytes travel with the call's flag (no fence, no counters)
+    int32_t inline_proto;      // the dispatch's signalling (combine reads its headers): kProto*
+    int32_t combine_proto;     // the combine's signalling: kProtoFenced, kProtoInline or kProtoLines
+    int32_t reserved;          // 0
 };
+
+// Signalling of an operation (LLArgs.inline_proto, combine_proto).
+constexpr int kProtoFenced = 0;  // the data, one system-scope fence, one release per peer
+constexpr int kProtoInline = 1;  // every 8 data bytes travel with the call's flag (no fence, no counters)
+constexpr int kProtoLines = 2;   // 128-byte lines that carry the call's flag (below)
+
+// The device clock, for calls whose arguments never change (captured in a
+// CUDA graph): two records of {epoch, dispatch expect, combine expect}, the
+// first read by dispatch, the second by combine. Each kernel reads only its
+// own record and one thread writes the other kernel's, so no block can see
+// a record change under it, and the next kernel (stream order) sees the
+// write. Dispatch makes the next epoch; combine uses it.
+constexpr int kClockWords = 8;
+constexpr int kClockCombine = 4;
 
 constexpr int kTracePoints = 8;
 
@@ -90,7 +107,7 @@ __host__ __device__ inline int inline_slot_units(int topk, int hidden) {
 }
 __host__ __device__ inline int inline_row_units(int hidden) { return hidden / 4; }  // a bf16 combine row
 
-// Lines protocol (dispatch only, inline_proto == 2): a message travels in
+// Lines protocol (inline_proto or combine_proto == kProtoLines): a message travels in
 // 128-byte lines, each stored by 8 lanes in one warp instruction: parts 0-6
 // carry 7 x 16 data bytes, part 7 the call's flag in its second word. NVLink
 // delivers such a line whole, so a reader that sees the flag has the line's
@@ -99,7 +116,9 @@ __host__ __device__ inline int inline_row_units(int hidden) { return hidden / 4;
 // aligned in the rows. A message is the header lines (ints {present, token,
 // id[K], w[K], row[K]}, 28 per line) then the row lines (BF16: H/4 words of
 // 8 bytes; FP8: H/8 words of E4M3, then the scales, two per word). It uses
-// the inline dispatch slots, which are never smaller.
+// the inline dispatch slots, which are never smaller. A combine partial row
+// (rank_local_reduce) travels the same way: the row lines alone, in the
+// inline combine area, one row of lines per (source rank, token).
 constexpr int kLineWords = 14;  // data words (8 bytes) per line
 __host__ __device__ inline int lines_header_lines(int topk) { return (2 + 3 * topk + 2 * kLineWords - 1) / (2 * kLineWords); }
 __host__ __device__ inline int lines_row_words(int hidden, bool fp8) {

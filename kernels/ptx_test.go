@@ -122,7 +122,7 @@ func TestKernelNamesAreMatchable(t *testing.T) {
 }
 
 func TestArgsPutLayout(t *testing.T) {
-	a := Args{Peers: 1, Expect: 19, TimeoutNs: 20, Rank: 3, FP8: 1}
+	a := Args{Peers: 1, Expect: 19, TimeoutNs: 20, Clock: 21, Rank: 3, FP8: 1, CombineProto: 2}
 	b := make([]byte, ArgsSize)
 	a.Put(b)
 	le := func(o int) uint64 {
@@ -132,11 +132,11 @@ func TestArgsPutLayout(t *testing.T) {
 		}
 		return v
 	}
-	if le(0) != 1 || le(22*8) != 19 || le(23*8) != 20 {
-		t.Fatalf("pointer fields misplaced: % x", b[:24*8])
+	if le(0) != 1 || le(22*8) != 19 || le(23*8) != 20 || le(24*8) != 21 {
+		t.Fatalf("pointer fields misplaced: % x", b[:25*8])
 	}
-	if b[24*8] != 3 || b[ArgsSize-8] != 1 {
-		t.Fatalf("int fields misplaced: % x", b[24*8:])
+	if b[25*8] != 3 || b[ArgsSize-16] != 1 || b[ArgsSize-8] != 2 {
+		t.Fatalf("int fields misplaced: % x", b[25*8:])
 	}
 	if allocs := testing.AllocsPerRun(100, func() { a.Put(b) }); allocs != 0 {
 		t.Fatalf("Put allocates %v times", allocs)

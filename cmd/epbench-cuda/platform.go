@@ -125,6 +125,10 @@ func topology(all []rankDevice, b *gpu.Backend) []string {
 			d.GPU.SMs, d.GPU.NVLinkActive, orUnknown(d.GPU.Driver), d.GPU.CUDADriver/1000, d.GPU.CUDADriver%1000/10))
 	}
 	d, c := b.Protocols()
-	lines = append(lines, fmt.Sprintf("  transport: CUDA IPC over NVLink P2P; kernels: %d blocks x 512 threads; signalling: dispatch %s, combine %s", b.Grid(), d, c))
+	launch := "launches"
+	if b.Graphs() {
+		launch = "CUDA graphs"
+	}
+	lines = append(lines, fmt.Sprintf("  transport: CUDA IPC over NVLink P2P; kernels: %d blocks x 512 threads, %s; signalling: dispatch %s, combine %s", b.Grid(), launch, d, c))
 	return lines
 }
