@@ -102,18 +102,23 @@ for mode in rank_local_reduce direct_send; do
 	run "--reroute 4 $mode" 120 "$np" -V --reroute 4 --combine-mode "$mode"
 	run "-t 1 fenced $mode" 120 "$np" -V -t 1 --protocol fenced --combine-mode "$mode"
 	run "inline fp8 $mode" 120 "$np" -V --protocol inline --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
-	# auto: lines for a BF16 dispatch over NVLink, fenced for FP8: each also the other way
+	# auto: lines for a BF16 dispatch and a rank_local_reduce combine over NVLink, fenced for an FP8
+	# dispatch and a direct_send combine: each also the other way
 	run "fenced $mode" 120 "$np" -V --protocol fenced --combine-mode "$mode"
 	run "lines fp8 $mode" 120 "$np" -V --protocol lines --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
 	run "-t 300 -nb 5 $mode" 120 "$np" -V -t 300 --num-blocks 5 --combine-mode "$mode"
+	run "cuda-graph $mode" 120 "$np" -V --cuda-graph --combine-mode "$mode"
+	run "cuda-graph -t 1 $mode" 120 "$np" -V --cuda-graph -t 1 --combine-mode "$mode"
+	run "cuda-graph fp8 soak $mode" 120 "$np" -V --cuda-graph --dispatch-dtype fp8_e4m3 -i 400 --validate-every 100 --reroute 2 --combine-mode "$mode"
 	run "-np 1 $mode" 120 1 -V --combine-mode "$mode"
 	run "-i 1000 $mode" 300 "$np" -V -i 1000 --combine-mode "$mode"
 done
 
 # Validated sweeps: one set-up re-targeted from 1 to 256 tokens crosses the
-# protocols auto picks (inline, then lines for BF16 dispatch) and changes the
-# grid's work per call; the last one keeps the fenced protocol throughout.
-for v in "--combine-mode rank_local_reduce" "--combine-mode direct_send" "--protocol fenced"; do
+# protocols auto picks (inline, then lines) and changes the grid's work per
+# call; then the fenced protocol throughout, and CUDA graphs (captured again
+# at every size).
+for v in "--combine-mode rank_local_reduce" "--combine-mode direct_send" "--protocol fenced" "--cuda-graph"; do
 	say "### sweep $v: mpirun -np $np bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 $v"
 	# shellcheck disable=SC2086
 	timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench sweep -t 1,2,3,8,64,256 -V -i 20 $v "${ptx_args[@]}" >"$out/run.txt" 2>&1
@@ -125,14 +130,21 @@ done
 # Performance table after validation (no -V): tokens x combine mode x dtype.
 perf=()
 if [ -z "$quick" ] || [ -n "${PERF:-}" ]; then
-	# bf16/fenced: the protocol auto replaces for BF16 dispatch, for comparison.
-	for dt in bf16 fp8_e4m3 bf16/fenced; do
+	# bf16/fenced: the protocol auto replaces, for comparison; bf16/graph: --cuda-graph.
+	for dt in bf16 fp8_e4m3 bf16/fenced bf16/graph; do
 		proto=auto
+		extra=()
 		[ "$dt" = bf16/fenced ] && proto=fenced
+		[ "$dt" = bf16/graph ] && extra=(--cuda-graph)
 		for mode in rank_local_reduce direct_send; do
 			for t in 1 8 32 128 256; do
-				[ "$proto" = fenced ] && { [ "$mode" = direct_send ] || [ "$t" -lt 8 ]; } && continue
-				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "${dt%/fenced}" --protocol "$proto" --combine-mode "$mode" "${ptx_args[@]}" >"$out/run.txt" 2>&1
+				skip=
+				case $dt in
+				bf16/fenced) { [ "$mode" = direct_send ] || [ "$t" -lt 8 ]; } && skip=1 ;;
+				bf16/graph) [ "$mode" = direct_send ] && skip=1 ;;
+				esac
+				[ -n "$skip" ] && continue
+				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "${dt%/*}" --protocol "$proto" --combine-mode "$mode" "${extra[@]}" "${ptx_args[@]}" >"$out/run.txt" 2>&1
 				rc=$?
 				cat "$out/run.txt" >>"$log"
 				d=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Dispatch:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
