@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/routing"
 )
 
@@ -97,4 +98,21 @@ func TestHandOverRefusesLoop(t *testing.T) {
 
 func TestUnknownSubcommandIsUsageError(t *testing.T) {
 	assert.Equal(t, ExitUsage, Main([]string{"--num-tokens", "abc"}, Options{}))
+}
+
+// --cuda-graph where auto resolves to the CPU reference (no GPU usable) is a
+// usage error, not a run that ignores the flag.
+func TestCUDAGraphNeedsAGPU(t *testing.T) {
+	if gpuCount() > 0 {
+		t.Skip("a GPU is usable here: auto picks CUDA")
+	}
+	cfg := config.Default()
+	cfg.CUDAGraph = true
+	_, err := chooseBackend(cfg, Options{}, nil)
+	assert.Equal(t, ExitUsage, CodeOf(err))
+	assert.ErrorContains(t, err, "--cuda-graph: needs the CUDA backend")
+	cfg.CUDAGraph = false
+	backend, err := chooseBackend(cfg, Options{}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, config.BackendCPU, backend)
 }

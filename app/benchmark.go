@@ -64,6 +64,9 @@ func chooseBackend(cfg *config.Config, opts Options, argv []string) (string, err
 			backend = config.BackendCUDA
 		}
 	}
+	if backend == config.BackendCPU && cfg.CUDAGraph {
+		return "", Usage(&config.UsageError{Flag: "--cuda-graph", Why: "needs the CUDA backend, and no GPU is usable here"})
+	}
 	if backend == config.BackendCUDA && opts.CUDA == nil {
 		return "", handOver(argv)
 	}

@@ -140,6 +140,7 @@ func TestUsageErrorsExitTwoOnEveryRank(t *testing.T) {
 		{[]string{"--backend", "cpu", "-e", "18"}, "epbench: error: --num-experts: "},
 		{[]string{"--backend", "cpu", "--bogus"}, "epbench: error: --bogus: "},
 		{[]string{"-a", "ht"}, "epbench: error: --algorithm: "},
+		{[]string{"--backend", "cpu", "--cuda-graph"}, "epbench: error: --cuda-graph: needs the CUDA backend"},
 	}
 	for _, c := range cases {
 		r := mpirun(t, 4, c.args...)

@@ -30,3 +30,18 @@ func TestLinesFitInlineSlots(t *testing.T) {
 		t.Errorf("hidden 8: expected the lines message not to fit (%d vs %d B)", LinesSlotBytes(1, 8), InlineSlotBytes(1, 8))
 	}
 }
+
+// A combine partial row in lines: a bf16 row's lines of 14 data words (the
+// last one partly padding when hidden/4 is not a multiple of 14).
+func TestLinesRowBytes(t *testing.T) {
+	for _, c := range []struct{ hidden, want int }{
+		{7168, 128 * 128}, // 1792 words
+		{4096, 128 * 74},  // 1024 words: 73 full lines and 2 words
+		{128, 128 * 3},
+		{16384, 128 * 293},
+	} {
+		if got := LinesRowBytes(c.hidden); got != c.want {
+			t.Errorf("LinesRowBytes(%d) = %d, want %d", c.hidden, got, c.want)
+		}
+	}
+}
