@@ -1076,26 +1076,28 @@ namespace {
 
 constexpr int kLinesPerItem = 4 * kVecPerLane;  // lines protocol: row lines per combine work item
 
+// The first line of the lane's group of four in part u of combine work item
+// `slice` (lines protocol), and the lane's line (part lane % 8 of it).
+__device__ __forceinline__ int item_group(int slice, int u) { return slice * kLinesPerItem + 4 * u; }
+__device__ __forceinline__ int item_line(int slice, int u) {
+    return item_group(slice, u) + (int)(threadIdx.x % kWarp) / 8;
+}
+
 // The vectors (16 bytes, 8 channels) of a row that the lane handles in
 // combine work item `slice` of a row, -1 for none: vectors slice *
-// kSliceVecs + lane + 32u, or with the lines protocol those of line slice *
-// kLinesPerItem + 4u + lane / 8, part lane % 8 (part 7 carries the flag).
+// kSliceVecs + lane + 32u, or with the lines protocol those of item_line
+// (part 7 carries the flag).
 __device__ __forceinline__ void item_vecs(int slice, bool lines, int vec_per_row, int nlines, int v[kVecPerLane]) {
     const int lane = threadIdx.x % kWarp;
 #pragma unroll
     for (int u = 0; u < kVecPerLane; u++) {
         int x = slice * kSliceVecs + u * kWarp + lane;
         if (lines) {
-            const int line = slice * kLinesPerItem + 4 * u + lane / 8, part = lane % 8;
+            const int line = item_line(slice, u), part = lane % 8;
             x = line < nlines && part < 7 ? line * 7 + part : -1;
         }
         v[u] = x < vec_per_row ? x : -1;
     }
-}
-
-// The line of the lane's part u in work item `slice` (lines protocol).
-__device__ __forceinline__ int item_line(int slice, int u) {
-    return slice * kLinesPerItem + 4 * u + (int)(threadIdx.x % kWarp) / 8;
 }
 
 // Calls use(k, w, raw) for each of the warp's local selections in `local`
@@ -1126,6 +1128,14 @@ __device__ __forceinline__ void for_local_rows(const LLArgs& a, unsigned local, 
             use(kb[b], wb[b], raw[b]);
         }
     }
+}
+
+// The lowest rank above prev that holds one of the token's selections (lane
+// k: the rank of selection k, UINT_MAX for none), UINT_MAX when there is
+// none: rank_local_reduce's terms, in the order they are added.
+// Warp-collective.
+__device__ __forceinline__ unsigned next_rank(unsigned my_rank, int prev) {
+    return __reduce_min_sync(0xffffffffu, (int)my_rank > prev && my_rank != UINT_MAX ? my_rank : UINT_MAX);
 }
 
 // acc += w * the decoded vectors in raw (the fp32 steps of the CPU reference).
@@ -1341,20 +1351,34 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const uint8_t* recv = at<const uint8_t>(self, a.off_combine_recv);
     const uint4* irecv = at<const uint4>(self, a.off_inline_combine);
     const uint32_t flag = (uint32_t)a.epoch;
+    // A work item's token's routing (lane k: expert, weight; the warp's
+    // first item's loaded before the wait) and the lane's vectors of it.
+    auto item_start = [&](int item, int t, int slice, bool in_lines, int* e, float* wk, int v[kVecPerLane]) {
+        *e = first_e;
+        *wk = first_w;
+        if (item != gwarp && lane < K) {
+            *e = (int)a.topk_idx[(int64_t)t * K + lane];
+            *wk = a.topk_w[(int64_t)t * K + lane];
+        }
+        item_vecs(slice, in_lines, vec_per_row, nl, v);
+    };
+    // The item's output vectors.
+    auto item_store = [&](int item, int t, const int v[kVecPerLane], const float acc[kVecPerLane][8]) {
+        if (item == gwarp) EPBENCH_TRACE(a, 6);
+        uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++)
+            if (v[u] >= 0) to[v[u]] = pack8(acc[u]);
+    };
     // Lines (rank_local_reduce): the own rank's partial is computed here from
     // its expert outputs, rounded to bf16 as a peer's is, while the peers'
     // lines land; then the ranks' partials are added in rank order, each
     // peer's lines polled until they carry the call's flag.
     for (int item = gwarp; lines && item < T * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
-        int e = first_e;
-        float wk = first_w;
-        if (item != gwarp && lane < K) {
-            e = (int)a.topk_idx[(int64_t)t * K + lane];
-            wk = a.topk_w[(int64_t)t * K + lane];
-        }
-        int v[kVecPerLane];
-        item_vecs(slice, true, vec_per_row, nl, v);
+        int e, v[kVecPerLane];
+        float wk;
+        item_start(item, t, slice, true, &e, &wk, v);
         float own[kVecPerLane][8];
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++)
@@ -1374,8 +1398,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         }
         const unsigned my_rank = e >= 0 ? (unsigned)(e / L) : UINT_MAX;
         for (int prev = -1;;) {
-            const unsigned q =
-                __reduce_min_sync(0xffffffffu, (int)my_rank > prev && my_rank != UINT_MAX ? my_rank : UINT_MAX);
+            const unsigned q = next_rank(my_rank, prev);
             if (q == UINT_MAX) break;
             prev = (int)q;
             if ((int)q == a.rank) {
@@ -1388,7 +1411,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             const uint4* lfrom = irecv + ((uint64_t)q * T + t) * nl * 8;
 #pragma unroll
             for (int u = 0; u < kVecPerLane; u++) {
-                const int first = slice * kLinesPerItem + 4 * u;
+                const int first = item_group(slice, u);
                 if (first >= nl) break;
                 uint64_t w0 = 0, w1 = 0;
                 if (!lines_wait(lfrom, first, nl, (uint64_t)flag, &w0, &w1, deadline, a.err, kPhaseCombine, (int)q))
@@ -1399,23 +1422,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], f[j]);
             }
         }
-        if (item == gwarp) EPBENCH_TRACE(a, 6);
-        uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
-#pragma unroll
-        for (int u = 0; u < kVecPerLane; u++)
-            if (v[u] >= 0) to[v[u]] = pack8(acc[u]);
+        item_store(item, t, v, acc);
     }
     bool ok = true;
     for (int item = gwarp; !lines && item < T * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
-        int e = first_e;
-        float wk = first_w;
-        if (item != gwarp && lane < K) {
-            e = (int)a.topk_idx[(int64_t)t * K + lane];
-            wk = a.topk_w[(int64_t)t * K + lane];
-        }
-        int v[kVecPerLane];
-        item_vecs(slice, false, vec_per_row, nl, v);
+        int e, v[kVecPerLane];
+        float wk;
+        item_start(item, t, slice, false, &e, &wk, v);
         // The terms of the sum, in the order they are added, taken one at a
         // time (warp-uniform): rank_local_reduce: the ranks holding at least
         // one of the token's selections, ascending, each of which sent one
@@ -1426,8 +1440,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         unsigned left = valid;  // direct_send: the selections not taken yet
         auto next_term = [&](int* row, int* rank, float* w) {
             if (a.combine_mode == 0) {
-                const unsigned q =
-                    __reduce_min_sync(0xffffffffu, (int)my_rank > prev && my_rank != UINT_MAX ? my_rank : UINT_MAX);
+                const unsigned q = next_rank(my_rank, prev);
                 if (q == UINT_MAX) return false;
                 prev = (int)q;
                 *row = (int)q * T + t;
@@ -1506,11 +1519,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 }
             }
         }
-        if (item == gwarp) EPBENCH_TRACE(a, 6);
-        uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
-#pragma unroll
-        for (int u = 0; u < kVecPerLane; u++)
-            if (v[u] >= 0) to[v[u]] = pack8(acc[u]);
+        item_store(item, t, v, acc);
     }
     EPBENCH_TRACE(a, 5);
 }
