@@ -81,6 +81,20 @@ __device__ __forceinline__ const int* hdr_ids(const int* h) { return h + 4; }
 __device__ __forceinline__ const float* hdr_w(const int* h, int K) { return reinterpret_cast<const float*>(h + 4 + K); }
 __device__ __forceinline__ const int* hdr_pos(const int* h, int K) { return h + 4 + 2 * K; }
 
+// A fenced dispatch message's header at slot: whether it is this call's, and
+// for lane k < top-k the expert id and row of selection k (left as they are
+// in the other lanes).
+__device__ __forceinline__ bool fenced_header(const LLArgs& a, const uint8_t* slot, int* e, int* p) {
+    const int* h = reinterpret_cast<const int*>(slot);
+    const int lane = threadIdx.x % kWarp;
+    const bool live = __ldcg(h) == a.epoch;
+    if (lane < a.topk) {
+        *e = __ldcg(hdr_ids(h) + lane);
+        *p = __ldcg(hdr_pos(h, a.topk) + lane);
+    }
+    return live;
+}
+
 // --- inline protocol (ll.cuh) ---
 __device__ __forceinline__ void unit_store(uint4* p, uint32_t d0, uint32_t d1, uint32_t flag) {
     asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d0), "r"(flag), "r"(d1), "r"(flag)
@@ -905,12 +919,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             bool ok = true, live = true;
             int e = -1, p = 0;
             if (!inl) {
-                const int* h = reinterpret_cast<const int*>(slot);
-                live = __ldcg(h) == a.epoch;
-                if (lane < K) {
-                    e = __ldcg(hdr_ids(h) + lane);
-                    p = __ldcg(hdr_pos(h, K) + lane);
-                }
+                live = fenced_header(a, slot, &e, &p);
             } else {
                 uint2 d;
                 ok = unit_wait(islot, flag, &d, deadline, a.err, kPhaseDispatch, s);
@@ -1033,12 +1042,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             int e = -1, p = 0;
             bool live = true;
             if (!inl) {
-                const int* h = reinterpret_cast<const int*>(slot);
-                live = __ldcg(h) == a.epoch;
-                if (lane < K) {
-                    e = __ldcg(hdr_ids(h) + lane);
-                    p = __ldcg(hdr_pos(h, K) + lane);
-                }
+                live = fenced_header(a, slot, &e, &p);
             } else if (lane < K) {
                 uint2 d;
                 if (!unit_wait(islot + 1 + lane, flag, &d, deadline, a.err, kPhaseDispatch, s)) failed = 1;
