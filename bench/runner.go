@@ -6,6 +6,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 
@@ -54,6 +55,7 @@ type Run struct {
 	barrier                   *Barrier // bounded by --timeout-ms
 	hostBarrier               *Barrier // after host work of uneven length
 	kernel                    kernelWindows
+	hosts                     *hostTrace // EPBENCH_HOSTTRACE; nil when off
 	gcPercent                 int
 	skipDispatch, skipCombine bool // --fault on this rank
 
@@ -135,6 +137,9 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 			return nil, err
 		}
 	}
+	if os.Getenv(HostTraceEnv) != "" {
+		r.hosts = newHostTrace(cfg.Iters)
+	}
 	runtime.GC()
 	r.gcPercent = debug.SetGCPercent(-1)
 	err := r.timed(m, routings)
@@ -168,13 +173,20 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 	if err := r.hostBarrier.Wait("barrier before the reductions"); err != nil {
 		return nil, err
 	}
+	if r.hosts != nil {
+		if err := r.printHostTrace(); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
 func (r *Run) timed(m *Measurement, routings int) error {
 	b := r.Backend
+	h := r.hosts
 	for i := 0; i < r.Cfg.Iters; i++ {
 		j := i % routings
+		h.stamp(i, 0)
 		if err := b.Mark(0); err != nil {
 			return err
 		}
@@ -186,9 +198,11 @@ func (r *Run) timed(m *Measurement, routings int) error {
 		if err := b.Mark(1); err != nil {
 			return err
 		}
+		h.stamp(i, 1)
 		if err := b.Sync(); err != nil {
 			return fmt.Errorf("timed iteration %d: dispatch: %w", i, err)
 		}
+		h.stamp(i, 2)
 		if err := b.Mark(2); err != nil {
 			return err
 		}
@@ -200,9 +214,11 @@ func (r *Run) timed(m *Measurement, routings int) error {
 		if err := b.Mark(3); err != nil {
 			return err
 		}
+		h.stamp(i, 3)
 		if err := b.Sync(); err != nil {
 			return fmt.Errorf("timed iteration %d: combine: %w", i, err)
 		}
+		h.stamp(i, 4)
 		var err error
 		if m.DispatchUs[i], err = b.ElapsedUs(0, 1); err != nil {
 			return err
@@ -216,6 +232,7 @@ func (r *Run) timed(m *Measurement, routings int) error {
 		if err := r.barrier.Wait("barrier after the pair"); err != nil {
 			return fmt.Errorf("timed iteration %d: %w", i, err)
 		}
+		h.stamp(i, 5)
 		r.kernel.pairs++
 		if n := r.Cfg.ValidateEvery; n > 0 && (i+1)%n == 0 {
 			if err := r.soakCheck(j, i+1, i+1 < r.Cfg.Iters); err != nil {
@@ -474,4 +491,22 @@ func (r *Run) Summarize(m *Measurement) (report.Summary, []report.RankValues, er
 		per[rk] = rv
 	}
 	return sum, per, nil
+}
+
+// printHostTrace gathers every rank's host stamps; rank 0 prints them.
+func (r *Run) printHostTrace() error {
+	all, err := r.Comm.AllgatherInt64(r.hosts.ns)
+	if err != nil {
+		return fmt.Errorf("gathering the host trace: %w", err)
+	}
+	if r.Comm.Rank() != 0 {
+		return nil
+	}
+	n := len(r.hosts.ns)
+	per := make([][]int64, len(all)/n)
+	for q := range per {
+		per[q] = all[q*n : (q+1)*n]
+	}
+	writeHostTrace(os.Stderr, per)
+	return nil
 }
