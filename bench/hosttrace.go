@@ -64,7 +64,7 @@ func writeHostTrace(w io.Writer, all [][]int64) {
 					step += float64(all[r][i*n+k] - all[r][i*n+k-1])
 				}
 			}
-			line += fmt.Sprintf("  rank %d: +%7.2f us after rank 0, %7.2f us since the last point", r, late/count/1e3, step/count/1e3)
+			line += fmt.Sprintf("  rank %d: %+8.2f us after rank 0, %7.2f us since the last point", r, late/count/1e3, step/count/1e3)
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -26,15 +26,15 @@ func TestHostTraceOffsets(t *testing.T) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), n, b.String())
 	}
 	for k, want := range []string{
-		"rank 1: +   3.00 us after rank 0,    0.00 us since the last point",
-		"rank 1: +   7.00 us after rank 0,   14.00 us since the last point",
-		"rank 1: +   3.00 us after rank 0,    6.00 us since the last point",
+		"rank 1:    +3.00 us after rank 0,    0.00 us since the last point",
+		"rank 1:    +7.00 us after rank 0,   14.00 us since the last point",
+		"rank 1:    +3.00 us after rank 0,    6.00 us since the last point",
 	} {
 		if !strings.Contains(lines[k], hostPoints[k]) || !strings.Contains(lines[k], want) {
 			t.Errorf("line %d = %q, want %q in it", k, lines[k], want)
 		}
 	}
-	if !strings.Contains(lines[1], "rank 0: +   0.00 us after rank 0,   10.00 us since the last point") {
+	if !strings.Contains(lines[1], "rank 0:    +0.00 us after rank 0,   10.00 us since the last point") {
 		t.Errorf("rank 0's line: %q", lines[1])
 	}
 }
