@@ -173,10 +173,8 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 	if err := r.hostBarrier.Wait("barrier before the reductions"); err != nil {
 		return nil, err
 	}
-	if r.hosts != nil {
-		if err := r.printHostTrace(); err != nil {
-			return nil, err
-		}
+	if err := r.printHostTrace(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -493,8 +491,25 @@ func (r *Run) Summarize(m *Measurement) (report.Summary, []report.RankValues, er
 	return sum, per, nil
 }
 
-// printHostTrace gathers every rank's host stamps; rank 0 prints them.
+// printHostTrace gathers every rank's host stamps; rank 0 prints them. The
+// ranks first agree (bounded) on whether all of them traced: the gather is
+// a blocking collective, and EPBENCH_HOSTTRACE may have reached only some
+// ranks (mpirun passes it on only with -x).
 func (r *Run) printHostTrace() error {
+	missing, err := r.hostBarrier.Agree("agreeing on the host trace", r.hosts != nil)
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.hosts == nil && len(missing) == r.Comm.Size():
+		return nil // off everywhere
+	case len(missing) > 0:
+		if r.Comm.Rank() == 0 {
+			fmt.Fprintf(os.Stderr, "epbench: host trace: %s not set on %s (pass it to every rank: mpirun -x %s); not printed\n",
+				HostTraceEnv, rankList(missing), HostTraceEnv)
+		}
+		return nil
+	}
 	all, err := r.Comm.AllgatherInt64(r.hosts.ns)
 	if err != nil {
 		return fmt.Errorf("gathering the host trace: %w", err)

@@ -178,3 +178,19 @@ func TestCUDABackendWithoutExecutable(t *testing.T) {
 	assert.Len(t, errorLines(r.stderr), 1)
 	assert.Contains(t, r.stderr, "CUDA executable not found")
 }
+
+// EPBENCH_HOSTTRACE on every rank prints one line per point on rank 0; set
+// on one rank only, the job neither hangs nor gathers: it says why.
+func TestHostTrace(t *testing.T) {
+	job := "--backend cpu -t 8 -d 256 -k 2 -e 8 -w 1 -i 4"
+	r := run(t, 2*time.Minute, "mpirun", append([]string{"-np", "2", "-x", "EPBENCH_HOSTTRACE=1", epbench()}, strings.Fields(job)...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 6, strings.Count(r.stderr, "epbench: host trace "), r.stderr)
+	assert.Contains(t, r.stderr, "epbench: host trace dispatch launched")
+
+	one := fmt.Sprintf(`[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export EPBENCH_HOSTTRACE=1; exec %s %s`, epbench(), job)
+	r = run(t, 2*time.Minute, "mpirun", "-np", "2", "bash", "-c", one)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "epbench: host trace: EPBENCH_HOSTTRACE not set on rank 0")
+	assert.Equal(t, 1, strings.Count(r.stderr, "epbench: host trace"), r.stderr)
+}
