@@ -589,23 +589,20 @@ func TestProtocolCombineLines(t *testing.T) {
 	for _, c := range []struct {
 		p      Protocol
 		tokens int
-		mode   CombineMode
 		nvlink bool
 		want   bool
 	}{
-		{ProtocolAuto, 128, RankLocalReduce, true, true},
-		{ProtocolAuto, 3, RankLocalReduce, true, true},
-		{ProtocolAuto, 2, RankLocalReduce, true, false}, // inline
-		{ProtocolAuto, 128, DirectSend, true, false},    // link-bound: fenced
-		{ProtocolAuto, 128, RankLocalReduce, false, false},
-		{ProtocolLines, 1, RankLocalReduce, true, true},
-		{ProtocolLines, 128, DirectSend, true, false},
-		{ProtocolLines, 128, RankLocalReduce, false, false},
-		{ProtocolFenced, 128, RankLocalReduce, true, false},
-		{ProtocolInline, 128, RankLocalReduce, true, false},
+		{ProtocolAuto, 128, true, true},
+		{ProtocolAuto, 3, true, true},
+		{ProtocolAuto, 2, true, false}, // inline
+		{ProtocolAuto, 128, false, false},
+		{ProtocolLines, 1, true, true},
+		{ProtocolLines, 128, false, false},
+		{ProtocolFenced, 128, true, false},
+		{ProtocolInline, 128, true, false},
 	} {
-		if got := c.p.CombineLines(c.tokens, 7168, c.mode, c.nvlink); got != c.want {
-			t.Errorf("%v.CombineLines(%d, 7168, %v, nvlink %v) = %v, want %v", c.p, c.tokens, c.mode, c.nvlink, got, c.want)
+		if got := c.p.CombineLines(c.tokens, 7168, c.nvlink); got != c.want {
+			t.Errorf("%v.CombineLines(%d, 7168, nvlink %v) = %v, want %v", c.p, c.tokens, c.nvlink, got, c.want)
 		}
 	}
 }

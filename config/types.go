@@ -231,13 +231,12 @@ func (p Protocol) DispatchLines(tokens, hidden int, dt DispatchDtype, nvlink boo
 }
 
 // CombineLines reports whether a combine of `tokens` tokens of `hidden`
-// channels sends its partial rows in the lines protocol: rank_local_reduce
-// only (direct_send moves every expert row and is bound by the link, where
-// lines' extra eighth of bytes costs more than the fence), and only over
-// NVLink; auto picks it there for either dispatch dtype (the partials are
-// bf16 either way).
-func (p Protocol) CombineLines(tokens, hidden int, mode CombineMode, nvlink bool) bool {
-	if !nvlink || p.Inline(tokens, hidden) || mode != RankLocalReduce {
+// channels sends its rows in the lines protocol: only over NVLink, where
+// auto picks it for either combine mode and dispatch dtype (the rows are
+// bf16 either way): rank_local_reduce's partials, and direct_send's expert
+// rows, which the source adds as they land instead of after one release.
+func (p Protocol) CombineLines(tokens, hidden int, nvlink bool) bool {
+	if !nvlink || p.Inline(tokens, hidden) {
 		return false
 	}
 	return p == ProtocolLines || p == ProtocolAuto

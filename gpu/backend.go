@@ -90,7 +90,7 @@ func dispatchLines(cfg *config.Config, s bench.Shape, nvlink bool) bool {
 // combineLines reports whether a combine of shape s sends its partial rows
 // in the lines protocol (config.Protocol.CombineLines).
 func combineLines(cfg *config.Config, s bench.Shape, nvlink bool) bool {
-	return cfg.Protocol.CombineLines(s.Tokens, s.Hidden, cfg.CombineMode, nvlink)
+	return cfg.Protocol.CombineLines(s.Tokens, s.Hidden, nvlink)
 }
 
 // layoutFor lays out the symmetric memory of shape s under cfg (nvlink:
@@ -104,8 +104,9 @@ func layoutFor(s bench.Shape, cfg *config.Config, nvlink bool) symLayout {
 		TD = T
 	}
 	combine := max(TI*K, R*TI) * int64(kernels.InlineRowBytes(s.Hidden)) // inline combine rows
+	// Lines rows: rank_local_reduce one per (rank, token), direct_send one per selection.
 	if combineLines(cfg, s, nvlink) {
-		combine = max(combine, R*T*int64(kernels.LinesRowBytes(s.Hidden)))
+		combine = max(combine, max(R*T, T*K)*int64(kernels.LinesRowBytes(s.Hidden)))
 	}
 	var l symLayout
 	l.dispatchSignal = 0

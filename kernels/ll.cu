@@ -1104,6 +1104,16 @@ __device__ __forceinline__ void item_vecs(int slice, bool lines, int vec_per_row
     }
 }
 
+// Stores the lane's part of line `line` of the row of lines at `row` (lines
+// at or past `nlines` skipped): the 16 data bytes d, or for part 7 the flag.
+// The 8 lanes of a line store it in one instruction.
+__device__ __forceinline__ void line_put(uint4* row, int line, int nlines, uint4 d, uint32_t flag) {
+    if (line >= nlines) return;
+    const int part = (int)(threadIdx.x % 8);
+    const bool fl = part == 7;
+    line_store(row + line * 8 + part, fl ? 0 : (uint64_t)d.y << 32 | d.x, fl ? (uint64_t)flag : (uint64_t)d.w << 32 | d.z);
+}
+
 // Calls use(k, w, raw) for each of the warp's local selections in `local`
 // (bit k: lane k holds the selection's expert output row my_row and its
 // weight my_w) in top-k order, kBatch rows' loads in flight at a time, raw
@@ -1240,13 +1250,17 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
         uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++) {
-            if (v[u] < 0) continue;
             uint4 out = raw[u].v;
-            if (a.fp8) {
+            if (a.fp8 && v[u] >= 0) {
                 float f[8];
                 decode_y(a, raw[u], f);
                 out = pack8(f);
             }
+            if (lines) {
+                line_put(idst + row * nl * 8, item_line(slice, u), nl, out, flag);
+                continue;
+            }
+            if (v[u] < 0) continue;
             if (inl) vec_store(idst + row * inline_row_units(H) + 2 * v[u], out, flag);
             else to[v[u]] = out;
         }
@@ -1258,12 +1272,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     for (int u = 0; u < kVecPerLane; u++) {
         const uint4 d = pack8(acc[u]);
         if (lines) {
-            // Whole lines, each by 8 lanes in one instruction; part 7 the flag.
-            const int line = item_line(slice, u);
-            if (line >= nl) continue;
-            const bool fl = lane % 8 == 7;
-            line_store(idst + (row * nl + line) * 8 + lane % 8, fl ? 0 : (uint64_t)d.y << 32 | d.x,
-                       fl ? (uint64_t)flag : (uint64_t)d.w << 32 | d.z);
+            line_put(idst + row * nl * 8, item_line(slice, u), nl, d, flag);
         } else if (v[u] >= 0) {
             if (inl) vec_store(idst + row * inline_row_units(H) + 2 * v[u], d, flag);
             else to[v[u]] = d;
@@ -1378,7 +1387,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // its expert outputs, rounded to bf16 as a peer's is, while the peers'
     // lines land; then the ranks' partials are added in rank order, each
     // peer's lines polled until they carry the call's flag.
-    for (int item = gwarp; lines && item < T * slices; item += nwarps) {
+    const bool lines_rlr = lines && a.combine_mode == 0, lines_direct = lines && a.combine_mode != 0;
+    for (int item = gwarp; lines_rlr && item < T * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
         int e, v[kVecPerLane];
         float wk;
@@ -1424,6 +1434,88 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 unpack8(make_uint4((uint32_t)w0, (uint32_t)(w0 >> 32), (uint32_t)w1, (uint32_t)(w1 >> 32)), f);
 #pragma unroll
                 for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], f[j]);
+            }
+        }
+        item_store(item, t, v, acc);
+    }
+    // Lines (direct_send): every selection's row, added in top-k order, kBatch
+    // rows' loads in flight at a time: the own rank's expert outputs read here
+    // (rounded to bf16 as a sent row is), the peers' rows polled in lines
+    // until they carry the call's flag.
+    for (int item = gwarp; lines_direct && item < T * slices; item += nwarps) {
+        const int t = item / slices, slice = item % slices;
+        int e, v[kVecPerLane];
+        float wk;
+        item_start(item, t, slice, true, &e, &wk, v);
+        int64_t my_row = -1;
+        if (e >= lo && e < hi)
+            my_row = (int64_t)(e - lo) * rows_per_expert + __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
+        float acc[kVecPerLane][8];
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
+        for (unsigned left = __ballot_sync(0xffffffffu, e >= 0); left;) {
+            YRaw raw[kBatch][kVecPerLane];
+            int kb[kBatch];
+            bool peer[kBatch];
+            int nb = 0;
+#pragma unroll
+            for (int b = 0; b < kBatch; b++) {
+                if (left == 0) break;
+                const int k = __ffs(left) - 1;
+                left &= left - 1;
+                kb[b] = k;
+                const int64_t r = __shfl_sync(0xffffffffu, my_row, k);
+                peer[b] = r < 0;
+                nb = b + 1;
+                if (!peer[b]) {
+                    load_y(a, r, v, raw[b]);
+                    continue;
+                }
+                const uint4* lfrom = irecv + ((uint64_t)t * K + k) * nl * 8;
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++) {
+                    const int line = item_line(slice, u);
+                    if (line >= nl) continue;
+                    uint64_t w0, w1;
+                    line_load(lfrom + line * 8 + lane % 8, &w0, &w1);
+                    raw[b][u].v = make_uint4((uint32_t)w0, (uint32_t)(w0 >> 32), (uint32_t)w1, (uint32_t)(w1 >> 32));
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < kBatch; b++) {
+                if (b >= nb) break;
+                if (!peer[b]) continue;
+                const uint4* lfrom = irecv + ((uint64_t)t * K + kb[b]) * nl * 8;
+                const int q = __shfl_sync(0xffffffffu, e, kb[b]) / L;
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++) {
+                    const int first = item_group(slice, u);
+                    if (first >= nl) break;
+                    uint64_t w0 = (uint64_t)raw[b][u].v.y << 32 | raw[b][u].v.x;
+                    uint64_t w1 = (uint64_t)raw[b][u].v.w << 32 | raw[b][u].v.z;
+                    if (!lines_settle(lfrom, first, nl, (uint64_t)flag, &w0, &w1, deadline, a.err, kPhaseCombine, q))
+                        return;  // in every lane together
+                    raw[b][u].v = make_uint4((uint32_t)w0, (uint32_t)(w0 >> 32), (uint32_t)w1, (uint32_t)(w1 >> 32));
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < kBatch; b++) {
+                if (b >= nb) break;
+                const float w = __shfl_sync(0xffffffffu, wk, kb[b]);
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++) {
+                    float f[8];
+                    if (peer[b]) {
+                        unpack8(raw[b][u].v, f);
+                    } else {
+                        decode_y(a, raw[b][u], f);
+                        unpack8(pack8(f), f);
+                    }
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], w, f[j]);
+                }
             }
         }
         item_store(item, t, v, acc);

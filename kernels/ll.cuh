@@ -32,7 +32,7 @@ struct LLArgs {
     uint64_t off_dispatch_counts;  // int32 [R, L]: selections of each local expert per source rank
     uint64_t off_inline_dispatch;  // inline and lines protocols: [R, T] slots of units (inline_slot_units)
     uint64_t off_inline_counts;    // inline and lines protocols: [R, L] units
-    uint64_t off_inline_combine;   // inline: [max(T*K, R*T)] rows of H/4 units; lines: [R*T] rows of lines
+    uint64_t off_inline_combine;   // inline: [max(T*K, R*T)] rows of H/4 units; lines: rows of lines ([R*T], direct_send [T*K])
     uint64_t expect;           // every source's arrival count once this call's release is in: the call number
     uint64_t timeout_ns;       // bound of every spin-wait
     uint64_t* clock;           // null, or the device clock (kClockWords): epoch and expect come from there
@@ -116,9 +116,10 @@ __host__ __device__ inline int inline_row_units(int hidden) { return hidden / 4;
 // aligned in the rows. A message is the header lines (ints {present, token,
 // id[K], w[K], row[K]}, 28 per line) then the row lines (BF16: H/4 words of
 // 8 bytes; FP8: H/8 words of E4M3, then the scales, two per word). It uses
-// the inline dispatch slots, which are never smaller. A combine partial row
-// (rank_local_reduce) travels the same way: the row lines alone, in the
-// inline combine area, one row of lines per (source rank, token).
+// the inline dispatch slots, which are never smaller. A combine row travels
+// the same way, the row lines alone, in the inline combine area: one row of
+// lines per (source rank, token) for rank_local_reduce's partials, per
+// (token, selection) for direct_send's expert rows.
 constexpr int kLineWords = 14;  // data words (8 bytes) per line
 __host__ __device__ inline int lines_header_lines(int topk) { return (2 + 3 * topk + 2 * kLineWords - 1) / (2 * kLineWords); }
 __host__ __device__ inline int lines_row_words(int hidden, bool fp8) {
