@@ -321,6 +321,11 @@ func measurePoint(w *World, cfg *config.Config, backend string, plat *Platform) 
 		return nil, false, Runtime(err)
 	}
 	res := &report.Result{Config: reportConfig(cfg, w.Size, backend, plat), Summary: sum, PerRank: per}
+	if w.Rank == 0 {
+		for _, d := range report.KernelTimerDoubts(per) {
+			fmt.Fprintf(os.Stderr, "epbench: kernel timer: %s\n", d)
+		}
+	}
 	bad := false
 	if m.Check != nil {
 		gd, gc, err := validate.Global(w.Comm, validate.Report{DispatchOK: m.Check.DispatchOK, CombineOK: m.Check.CombineOK})

@@ -12,6 +12,7 @@ import (
 // Values of abi.h, for the Go side.
 const (
 	kindConcurrentKernel = int(C.EP_CUPTI_KIND_CONCURRENT_KERNEL)
+	kindKernel           = int(C.EP_CUPTI_KIND_KERNEL)
 	flushForced          = uint32(C.EP_CUPTI_FLUSH_FORCED)
 	minVersion           = uint32(C.EP_CUPTI_MIN_VERSION)
 	maxKernels           = int(C.EP_MAX_KERNELS)

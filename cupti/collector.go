@@ -3,6 +3,7 @@ package cupti
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 )
 
@@ -22,8 +23,26 @@ type Collector struct {
 	api     activityAPI
 	path    string
 	version uint32
+	kind    int // the activity kind enabled: concurrent-kernel records, or serialized (KindEnv)
 	started bool
 	closed  bool
+}
+
+// KindEnv selects the kernel activity kind (a development aid for studying
+// the timer itself): unset or "concurrent" gives CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+// as ep_bench uses; "serial" gives CUPTI_ACTIVITY_KIND_KERNEL, whose kernels CUPTI
+// serializes.
+const KindEnv = "EPBENCH_CUPTI_KIND"
+
+// kindOf maps a KindEnv value to the activity kind.
+func kindOf(v string) (int, error) {
+	switch v {
+	case "", "concurrent":
+		return kindConcurrentKernel, nil
+	case "serial":
+		return kindKernel, nil
+	}
+	return 0, fmt.Errorf("%s=%q: want concurrent or serial", KindEnv, v)
 }
 
 // The process-wide CUPTI activity state admits one collector at a time.
@@ -37,7 +56,11 @@ var slot struct {
 // library it returns an error wrapping ErrLibraryNotFound or
 // ErrMissingSymbol; a failing CUPTI call gives an *Error.
 func Open() (*Collector, error) {
-	return open(func() (activityAPI, string, error) {
+	kind, err := kindOf(os.Getenv(KindEnv))
+	if err != nil {
+		return nil, err
+	}
+	c, err := open(func() (activityAPI, string, error) {
 		ep, path, err := systemFinder().load()
 		if err != nil {
 			return nil, "", err
@@ -45,6 +68,11 @@ func Open() (*Collector, error) {
 		bind(ep)
 		return boundAPI{}, path, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	c.kind = kind
+	return c, nil
 }
 
 // open creates a collector over the API connect returns.
@@ -69,7 +97,7 @@ func open(connect func() (activityAPI, string, error)) (*Collector, error) {
 		return nil, err
 	}
 	slot.held = true
-	return &Collector{api: api, path: path, version: v}, nil
+	return &Collector{api: api, path: path, version: v, kind: kindConcurrentKernel}, nil
 }
 
 // Path is the library the collector uses, as it was opened (a path, or a
@@ -81,7 +109,8 @@ func (c *Collector) Path() string { return c.path }
 func (c *Collector) Version() uint32 { return c.version }
 
 // Start clears the aggregates and enables kernel activity records
-// (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL). Call it after the warm-up.
+// (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL unless KindEnv says otherwise).
+// Call it after the warm-up.
 func (c *Collector) Start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -97,7 +126,7 @@ func (c *Collector) Start() error {
 		return err
 	}
 	resetAggregates()
-	if err := c.api.enable(kindConcurrentKernel); err != nil {
+	if err := c.api.enable(c.kind); err != nil {
 		return err
 	}
 	c.started = true
@@ -132,7 +161,7 @@ func (c *Collector) Stop(dispatches, combines int) (dispatchUs, combineUs float6
 // drain disables kernel records and hands every buffer back, flushing even
 // when disabling failed.
 func (c *Collector) drain() error {
-	err := c.api.disable(kindConcurrentKernel)
+	err := c.api.disable(c.kind)
 	if ferr := c.api.flush(flushForced); ferr != nil {
 		err = errors.Join(err, ferr)
 	}

@@ -478,3 +478,32 @@ func TestErrorText(t *testing.T) {
 		}
 	}
 }
+
+func TestKindEnv(t *testing.T) {
+	for v, want := range map[string]int{"": kindConcurrentKernel, "concurrent": kindConcurrentKernel, "serial": kindKernel} {
+		if got, err := kindOf(v); err != nil || got != want {
+			t.Errorf("kindOf(%q) = %d, %v; want %d", v, got, err, want)
+		}
+	}
+	if _, err := kindOf("Serial"); err == nil || !strings.Contains(err.Error(), KindEnv) {
+		t.Errorf("kindOf(Serial): %v, want an error naming %s", err, KindEnv)
+	}
+	// The kind chosen is the one enabled and disabled.
+	f := &fakeAPI{}
+	c := openFake(t, f)
+	c.kind = kindKernel
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.launch("epbench_ll_dispatch", 1, 2000)
+	f.launch("epbench_ll_combine", 1, 3000)
+	if _, _, err := c.Stop(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(f.calls, " ")
+	for _, want := range []string{fmt.Sprintf("enable(%d)", kindKernel), fmt.Sprintf("disable(%d)", kindKernel)} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("calls %q lack %s", joined, want)
+		}
+	}
+}
