@@ -321,10 +321,8 @@ func measurePoint(w *World, cfg *config.Config, backend string, plat *Platform) 
 		return nil, false, Runtime(err)
 	}
 	res := &report.Result{Config: reportConfig(cfg, w.Size, backend, plat), Summary: sum, PerRank: per}
-	if w.Rank == 0 {
-		for _, d := range report.KernelTimerDoubts(per) {
-			fmt.Fprintf(os.Stderr, "epbench: kernel timer: %s\n", d)
-		}
+	for _, d := range m.KernelTimerDoubts(w.Rank) {
+		fmt.Fprintf(os.Stderr, "epbench: kernel timer: %s\n", d)
 	}
 	bad := false
 	if m.Check != nil {

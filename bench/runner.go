@@ -142,7 +142,14 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 	}
 	runtime.GC()
 	r.gcPercent = debug.SetGCPercent(-1)
-	err := r.timed(m, routings)
+	// Starting the kernel timer and collecting garbage take each rank a
+	// different time (milliseconds at worst): without this barrier the
+	// first timed kernels of the faster rank would wait that long for the
+	// other's data inside the timed window.
+	err := r.hostBarrier.Wait("barrier before the timed loop")
+	if err == nil {
+		err = r.timed(m, routings)
+	}
 	debug.SetGCPercent(r.gcPercent)
 	if r.AfterTimed != nil {
 		if aerr := r.AfterTimed(); err == nil {
@@ -273,17 +280,18 @@ func (r *Run) soakCheck(j, after int, more bool) error {
 	}
 	runtime.GC()
 	debug.SetGCPercent(-1)
+	if more {
+		r.kernel.start() // a failure leaves the kernel timing unusable, not the run
+	}
 	// Agreeing is a barrier too: the ranks leave it together for the next
-	// timed pair.
+	// timed pair, the kernel timer already started (starting it takes each
+	// rank a different time).
 	failed, err := r.hostBarrier.Agree("agreeing on the validation", c.DispatchOK && c.CombineOK)
 	if err != nil {
 		return fmt.Errorf("validation after %d timed iterations: %w", after, err)
 	}
 	if len(failed) > 0 {
 		return &ValidationError{After: after, Ranks: append([]int(nil), failed...), Detail: c.Detail}
-	}
-	if more {
-		r.kernel.start() // a failure leaves the kernel timing unusable, not the run
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/mpi"
@@ -46,14 +47,26 @@ type fakeTimer struct {
 	on                bool
 	inWindow, windows int
 	timed             int
+	// Start takes delay; the wall clock (ns) when each Start returned and
+	// at each window's first launch.
+	delay                  time.Duration
+	startDone, firstLaunch []int64
 }
 
 func (k *fakeTimer) launched() {
 	if k.on {
+		if k.inWindow == 0 {
+			k.firstLaunch = append(k.firstLaunch, time.Now().UnixNano())
+		}
 		k.inWindow++
 	}
 }
-func (k *fakeTimer) Start() error { k.on, k.inWindow = true, 0; return nil }
+func (k *fakeTimer) Start() error {
+	time.Sleep(k.delay)
+	k.startDone = append(k.startDone, time.Now().UnixNano())
+	k.on, k.inWindow = true, 0
+	return nil
+}
 func (k *fakeTimer) Stop(d, c int) (float64, float64, error) {
 	k.on = false
 	k.windows++
@@ -155,6 +168,49 @@ func TestLoopFaultSkipsOperation(t *testing.T) {
 		}
 		if b.dispatches != d || b.combines != c {
 			t.Errorf("%v on rank %d: %d dispatches, %d combines; want %d, %d", f, rank, b.dispatches, b.combines, d, c)
+		}
+	}
+}
+
+// A rank whose kernel timer is slow to start must not leave the others'
+// first timed kernels waiting for it inside their timed window: every
+// window's first launch, on every rank, comes after every rank's Start.
+func TestLoopTimedWindowsStartTogether(t *testing.T) {
+	needMPI(t)
+	var err error
+	var starts, firsts []int64
+	onMPI(func() {
+		c := mpi.World()
+		timer := &fakeTimer{}
+		if c.Rank() == 0 {
+			timer.delay = 200 * time.Millisecond
+		}
+		b := &fakeBackend{timer: timer}
+		r := &Run{Cfg: loopConfig(6, 3), Comm: c, Backend: b, Kernel: timer,
+			Validate: func(*Outputs, int) (Check, error) { return Check{DispatchOK: true, CombineOK: true}, nil }}
+		if _, err = r.Loop(); err != nil {
+			return
+		}
+		if len(timer.startDone) != 2 || len(timer.firstLaunch) != 2 {
+			err = fmt.Errorf("rank %d: %d starts, %d windows launched; want 2, 2", c.Rank(), len(timer.startDone), len(timer.firstLaunch))
+			return
+		}
+		if starts, err = c.AllgatherInt64(timer.startDone); err == nil {
+			firsts, err = c.AllgatherInt64(timer.firstLaunch)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := 0; w < 2; w++ {
+		latest := int64(0)
+		for i := w; i < len(starts); i += 2 {
+			latest = max(latest, starts[i])
+		}
+		for i := w; i < len(firsts); i += 2 {
+			if firsts[i] < latest {
+				t.Errorf("window %d: rank %d launched %v before the last rank's timer had started", w, i/2, time.Duration(latest-firsts[i]))
+			}
 		}
 	}
 }
