@@ -214,3 +214,34 @@ func TestLoopTimedWindowsStartTogether(t *testing.T) {
 		}
 	}
 }
+
+// armedFake is a fakeTimer that can be armed; it notes how many dispatches
+// the backend had made by then.
+type armedFake struct {
+	*fakeTimer
+	b       *fakeBackend
+	armedAt int
+	arms    int
+}
+
+func (a *armedFake) Arm() error { a.arms++; a.armedAt = a.b.dispatches; return nil }
+
+func TestLoopArmsTimerBeforeWarmup(t *testing.T) {
+	needMPI(t)
+	var arms, armedAt int
+	var err error
+	onMPI(func() {
+		timer := &fakeTimer{}
+		b := &fakeBackend{timer: timer}
+		a := &armedFake{fakeTimer: timer, b: b}
+		r := &Run{Cfg: loopConfig(4, 0), Comm: mpi.World(), Backend: b, Kernel: a}
+		_, err = r.Loop()
+		arms, armedAt = a.arms, a.armedAt
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arms != 1 || armedAt != 0 {
+		t.Errorf("armed %d times, after %d dispatches; want once, before the warm-up", arms, armedAt)
+	}
+}

@@ -23,7 +23,8 @@ type Collector struct {
 	api     activityAPI
 	path    string
 	version uint32
-	kind    int // the activity kind enabled: concurrent-kernel records, or serialized (KindEnv)
+	kind    int  // the activity kind enabled: concurrent-kernel records, or serialized (KindEnv)
+	armed   bool // records enabled ahead of the windows (Arm) until Close
 	started bool
 	closed  bool
 }
@@ -108,8 +109,34 @@ func (c *Collector) Path() string { return c.path }
 // CUDA 12.x, xxyyzz (130000 and up) from CUDA 13.
 func (c *Collector) Version() uint32 { return c.version }
 
-// Start clears the aggregates and enables kernel activity records
-// (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL unless KindEnv says otherwise).
+// Arm enables kernel activity records (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+// unless KindEnv says otherwise) ahead of the first window, until Close:
+// call it before the warm-up. CUPTI does set-up work at the first launch of
+// each kernel after records are enabled, which takes a rank up to
+// milliseconds; armed, that falls into the warm-up instead of the first
+// timed pair, where the peer's kernel would wait for it. Start and Stop then
+// only discard and collect records. Arming twice is a no-op.
+func (c *Collector) Arm() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return ErrClosed
+	case c.armed:
+		return nil
+	case c.started:
+		return ErrAlreadyStarted
+	}
+	if err := c.api.enable(c.kind); err != nil {
+		return err
+	}
+	c.armed = true
+	return nil
+}
+
+// Start clears the aggregates and, unless armed, enables kernel activity
+// records; armed, it first hands back every buffer so that records made
+// before the window are not counted. The device must be synchronized.
 // Call it after the warm-up.
 func (c *Collector) Start() error {
 	c.mu.Lock()
@@ -120,20 +147,27 @@ func (c *Collector) Start() error {
 	case c.started:
 		return ErrAlreadyStarted
 	}
+	if c.armed {
+		if err := c.api.flush(flushForced); err != nil {
+			return err
+		}
+	}
 	// Reading the dropped count resets CUPTI's, so drops from before the
 	// window are not charged to it.
 	if err := c.api.collectDropped(); err != nil {
 		return err
 	}
 	resetAggregates()
-	if err := c.api.enable(c.kind); err != nil {
-		return err
+	if !c.armed {
+		if err := c.api.enable(c.kind); err != nil {
+			return err
+		}
 	}
 	c.started = true
 	return nil
 }
 
-// Stop disables kernel records, flushes every buffer (forced, so records
+// Stop disables kernel records (unless armed), flushes every buffer (forced, so records
 // of unfinished kernels come back too and are caught as incomplete) and
 // returns the mean duration, in µs, of the kernels whose names contain
 // "dispatch" and of those containing "combine". The device must be
@@ -151,17 +185,20 @@ func (c *Collector) Stop(dispatches, combines int) (dispatchUs, combineUs float6
 		return 0, 0, ErrNotStarted
 	}
 	c.started = false
-	if err := c.drain(); err != nil {
+	if err := c.drain(!c.armed); err != nil {
 		return 0, 0, err
 	}
 	t, _ := snapshot()
 	return summarize(t, dispatches, combines)
 }
 
-// drain disables kernel records and hands every buffer back, flushing even
-// when disabling failed.
-func (c *Collector) drain() error {
-	err := c.api.disable(c.kind)
+// drain disables kernel records (when disable is set) and hands every
+// buffer back, flushing even when disabling failed.
+func (c *Collector) drain(disable bool) error {
+	var err error
+	if disable {
+		err = c.api.disable(c.kind)
+	}
 	if ferr := c.api.flush(flushForced); ferr != nil {
 		err = errors.Join(err, ferr)
 	}
@@ -219,9 +256,9 @@ func (c *Collector) Close() error {
 		return nil
 	}
 	var err error
-	if c.started {
-		err = c.drain()
-		c.started = false
+	if c.started || c.armed {
+		err = c.drain(true)
+		c.started, c.armed = false, false
 	}
 	c.closed = true
 	slot.Lock()

@@ -507,3 +507,44 @@ func TestKindEnv(t *testing.T) {
 		}
 	}
 }
+
+// Armed, records stay enabled from Arm to Close; each window discards what
+// came before it and counts only its own launches.
+func TestArmedWindows(t *testing.T) {
+	f := &fakeAPI{}
+	c := openFake(t, f)
+	if err := c.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Arm(); err != nil {
+		t.Fatalf("arming again: %v", err)
+	}
+	f.launch(kernels.DispatchKernel, 10, 900_000) // the warm-up: slow first launches
+	f.launch(kernels.CombineKernel, 10, 900_000)
+	for w := 0; w < 2; w++ {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		f.launch(kernels.DispatchKernel, 4, 10_000)
+		f.launch(kernels.CombineKernel, 4, 12_000)
+		d, cb, err := c.Stop(4, 4)
+		if err != nil || !near(d, 10) || !near(cb, 12) {
+			t.Fatalf("window %d: %v, %v, %v; want 10, 12 µs", w, d, cb, err)
+		}
+		f.launch(kernels.DispatchKernel, 1, 500_000) // a validated pair between windows
+		f.launch(kernels.CombineKernel, 1, 500_000)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"version", "register", "enable(10)",
+		"flush(1)", "dropped", "flush(1)", "dropped",
+		"flush(1)", "dropped", "flush(1)", "dropped",
+		"disable(10)", "flush(1)", "dropped"}
+	if fmt.Sprint(f.calls) != fmt.Sprint(want) {
+		t.Fatalf("calls = %v; want %v", f.calls, want)
+	}
+	if err := c.Arm(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Arm after Close: %v, want ErrClosed", err)
+	}
+}
