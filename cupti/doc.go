@@ -24,16 +24,22 @@
 //
 //	c, err := cupti.Open()  // once per process, after the CUDA context exists
 //	defer c.Close()
-//	... warm-up, device sync, barrier ...
-//	c.Start()               // clears the aggregates, enables kernel records
-//	... timed loop ...
+//	c.Arm()                 // enables kernel records until Close
+//	... warm-up, device sync ...
+//	c.Start()               // discards earlier records, clears the aggregates
+//	... barrier, timed loop ...
 //	... device sync ...
 //	d, cmb, err := c.Stop(dispatches, combines)
 //
-// Start enables CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, which keeps kernels
+// Records are of CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, which keeps kernels
 // concurrent (the KERNEL kind would serialize them, and the EP kernels spin
-// on their peers). Stop disables it, forces a flush of every buffer, and
-// returns the mean time per kernel instance of the kernels whose names contain
+// on their peers; KindEnv selects it for studying the timer). Arm enables
+// them before the warm-up because CUPTI does set-up work at the first launch
+// of each kernel after enabling, which took a rank up to milliseconds: in the
+// first timed pair, the other rank's kernel spun that long inside its timed
+// window. Without Arm, Start enables and Stop disables. Stop forces a flush
+// of every buffer, and returns the mean time per kernel instance of the
+// kernels whose names contain
 // "dispatch" and of those containing "combine" (kernels.DispatchKernel and
 // kernels.CombineKernel). A name containing both counts in both classes,
 // as in ep_bench, and then trips the count check. Stop refuses to return
