@@ -125,9 +125,9 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 	r.barrier = NewBarrier(r.Comm, timeout)
 	r.hostBarrier = NewBarrier(r.Comm, max(timeout, HostWorkTimeout))
 	if a, ok := r.Kernel.(ArmedTimer); ok {
-		if err := a.Arm(); err != nil {
-			return nil, fmt.Errorf("arming the kernel timer: %w", err)
-		}
+		// Unarmed, Start enables the records itself; where that fails too,
+		// the kernel timing is unusable (KernelNote), not the run.
+		_ = a.Arm()
 	}
 	if err := r.hostBarrier.Wait("barrier before the warm-up"); err != nil {
 		return nil, err
