@@ -173,4 +173,7 @@ for r in "${results[@]}"; do
 	IFS='|' read -r name what verdict <<<"$r"
 	printf '%-28s %-6s %s\n' "$name" "$verdict" "$what"
 done
+# epbench's own doubts about its kernel averages (first timed pair, CUPTI beyond the events), informational.
+notes=$(grep -c 'epbench: kernel timer:' "$log")
+echo "kernel timer notes: $notes (grep 'kernel timer:' $log)"
 exit $status
