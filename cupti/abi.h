@@ -53,5 +53,6 @@ typedef int (*ep_next_record_fn)(uint8_t* buffer, size_t valid_size, void** reco
 typedef int (*ep_dropped_fn)(void* context, uint32_t stream_id, size_t* dropped);
 typedef int (*ep_result_string_fn)(int result, const char** str); /* cuptiGetResultString, cuptiGetErrorMessage */
 typedef int (*ep_version_fn)(uint32_t* version);
+typedef int (*ep_timestamp_fn)(uint64_t* timestamp); /* cuptiGetTimestamp */
 
 #endif

@@ -32,6 +32,8 @@ type activityAPI interface {
 	// collectDropped adds CUPTI's dropped-record count to the aggregates
 	// (and so resets CUPTI's count).
 	collectDropped() error
+	// timestamp is CUPTI's current time, in the time base of its records.
+	timestamp() (uint64, error)
 }
 
 // boundAPI calls the library bound with bind.
@@ -50,6 +52,7 @@ func bind(ep entryPoints) {
 		version:            ep.version,
 		result_string:      ep.resultString,
 		error_message:      ep.errorMessage,
+		timestamp:          ep.timestamp,
 	}
 	C.ep_cupti_bind(&api)
 }
@@ -98,6 +101,18 @@ func (boundAPI) flush(flag uint32) error {
 func (boundAPI) collectDropped() error {
 	return check("cuptiActivityGetNumDroppedRecords", C.ep_cupti_collect_dropped())
 }
+
+func (boundAPI) timestamp() (uint64, error) {
+	var ts C.uint64_t
+	if err := check("cuptiGetTimestamp", C.ep_cupti_get_timestamp(&ts)); err != nil {
+		return 0, err
+	}
+	return uint64(ts), nil
+}
+
+// setWindow leaves records of kernels that started before start out of the
+// aggregates (0: none left out).
+func setWindow(start uint64) { C.ep_cupti_set_window(C.uint64_t(start)) }
 
 // totals mirrors ep_cupti_totals.
 type totals struct {

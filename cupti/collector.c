@@ -20,6 +20,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static ep_kernel_stat g_table[EP_MAX_KERNELS];
 static uint64_t g_hash[EP_MAX_KERNELS];
 static ep_cupti_totals g_totals;
+static uint64_t g_window_start; /* ep_cupti_set_window */
 
 void ep_cupti_bind(const ep_cupti_api* api) {
     __atomic_store_n(&g_api.register_callbacks, api->register_callbacks, __ATOMIC_RELEASE);
@@ -31,6 +32,7 @@ void ep_cupti_bind(const ep_cupti_api* api) {
     __atomic_store_n(&g_api.version, api->version, __ATOMIC_RELEASE);
     __atomic_store_n(&g_api.result_string, api->result_string, __ATOMIC_RELEASE);
     __atomic_store_n(&g_api.error_message, api->error_message, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_api.timestamp, api->timestamp, __ATOMIC_RELEASE);
 }
 
 /* FNV-1a over the whole name, so names that agree in their first
@@ -45,6 +47,7 @@ static uint64_t name_hash(const char* s) {
 }
 
 static void account_locked(const char* name, uint64_t start, uint64_t end) {
+    if (start != 0 && start < g_window_start) return; /* before the window */
     g_totals.records++;
     if (start == 0 || end == 0 || end < start) {
         g_totals.incomplete++;
@@ -170,6 +173,17 @@ int ep_cupti_collect_dropped(void) {
 int ep_cupti_get_version(uint32_t* version) {
     ep_version_fn f = (ep_version_fn)LOAD_FN(version);
     return f != NULL ? f(version) : EP_CUPTI_NOT_BOUND;
+}
+
+int ep_cupti_get_timestamp(uint64_t* timestamp) {
+    ep_timestamp_fn f = (ep_timestamp_fn)LOAD_FN(timestamp);
+    return f != NULL ? f(timestamp) : EP_CUPTI_NOT_BOUND;
+}
+
+void ep_cupti_set_window(uint64_t start) {
+    pthread_mutex_lock(&g_mu);
+    g_window_start = start;
+    pthread_mutex_unlock(&g_mu);
 }
 
 static const char* describe(void* fn, int code) {

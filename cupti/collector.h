@@ -34,6 +34,7 @@ typedef struct {
     void* version;            /* cuptiGetVersion */
     void* result_string;      /* cuptiGetResultString (optional) */
     void* error_message;      /* cuptiGetErrorMessage (optional, CUDA 12.5+) */
+    void* timestamp;          /* cuptiGetTimestamp (optional) */
 } ep_cupti_api;
 
 typedef struct {
@@ -64,6 +65,12 @@ int ep_cupti_disable(int kind);
 int ep_cupti_flush_all(uint32_t flag);
 int ep_cupti_collect_dropped(void);
 int ep_cupti_get_version(uint32_t* version);
+/* CUPTI's current timestamp, in the time base of its records. */
+int ep_cupti_get_timestamp(uint64_t* timestamp);
+/* Records of kernels that started before `start` (CUPTI's time base) are
+ * left out of the aggregates: those of the warm-up, delivered with the
+ * window's when the buffers are flushed at its end. 0 keeps every record. */
+void ep_cupti_set_window(uint64_t start);
 /* Name and description of a result code, or NULL when the library cannot say. */
 const char* ep_cupti_result_name(int code);
 const char* ep_cupti_result_message(int code);

@@ -25,6 +25,7 @@ type fakeAPI struct {
 	pending  []fakeRecord
 	dropped  uint64
 	failOnce bool
+	clock    uint64 // ns: the next launch's start, and timestamp's answer
 }
 
 type fakeRecord struct {
@@ -83,11 +84,22 @@ func (f *fakeAPI) collectDropped() error {
 	return nil
 }
 
-// launch queues n records of name, each lasting ns.
+func (f *fakeAPI) timestamp() (uint64, error) {
+	if err := f.call("timestamp"); err != nil {
+		return 0, err
+	}
+	return f.clock, nil
+}
+
+// launch queues n records of name, each lasting ns, one after the other on
+// the fake clock.
 func (f *fakeAPI) launch(name string, n int, ns uint64) {
+	if f.clock == 0 {
+		f.clock = 1_000_000
+	}
 	for i := 0; i < n; i++ {
-		start := uint64(1_000_000 + 10_000*len(f.pending))
-		f.pending = append(f.pending, fakeRecord{name, start, start + ns})
+		f.pending = append(f.pending, fakeRecord{name, f.clock, f.clock + ns})
+		f.clock += ns + 1_000
 	}
 }
 
@@ -508,8 +520,10 @@ func TestKindEnv(t *testing.T) {
 	}
 }
 
-// Armed, records stay enabled from Arm to Close; each window discards what
-// came before it and counts only its own launches.
+// Armed, records stay enabled from Arm to Close; a window flushes nothing
+// at its start (the first launch after a flush is slow) and counts only the
+// kernels that started in it, though the earlier records come back with its
+// own at its end.
 func TestArmedWindows(t *testing.T) {
 	f := &fakeAPI{}
 	c := openFake(t, f)
@@ -538,13 +552,34 @@ func TestArmedWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"version", "register", "enable(10)",
-		"flush(1)", "dropped", "flush(1)", "dropped",
-		"flush(1)", "dropped", "flush(1)", "dropped",
+		"timestamp", "dropped", "flush(1)", "dropped",
+		"timestamp", "dropped", "flush(1)", "dropped",
 		"disable(10)", "flush(1)", "dropped"}
 	if fmt.Sprint(f.calls) != fmt.Sprint(want) {
 		t.Fatalf("calls = %v; want %v", f.calls, want)
 	}
 	if err := c.Arm(); !errors.Is(err, ErrClosed) {
 		t.Errorf("Arm after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Without cuptiGetTimestamp an armed window starts with a flush instead.
+func TestArmedWithoutTimestamp(t *testing.T) {
+	f := &fakeAPI{fail: map[string]error{"timestamp": ErrClosed}}
+	c := openFake(t, f)
+	if err := c.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	f.launch(kernels.DispatchKernel, 3, 900_000)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.launch(kernels.DispatchKernel, 2, 10_000)
+	f.launch(kernels.CombineKernel, 2, 12_000)
+	if d, cb, err := c.Stop(2, 2); err != nil || !near(d, 10) || !near(cb, 12) {
+		t.Fatalf("Stop: %v, %v, %v; want 10, 12 µs", d, cb, err)
+	}
+	if got := fmt.Sprint(f.calls[3:6]); got != "[timestamp flush(1) dropped]" {
+		t.Errorf("Start's calls %s", got)
 	}
 }

@@ -118,7 +118,7 @@ func (f finder) find() (library, string, error) {
 // entryPoints are the resolved CUPTI functions.
 type entryPoints struct {
 	registerCallbacks, enable, disable, flushAll, nextRecord, dropped, version unsafe.Pointer
-	resultString, errorMessage                                                 unsafe.Pointer // optional
+	resultString, errorMessage, timestamp                                      unsafe.Pointer // optional
 }
 
 // resolve looks every entry point up in lib, which was opened as path.
@@ -138,6 +138,7 @@ func resolve(lib library, path string) (entryPoints, error) {
 		{"cuptiGetVersion", &ep.version, false},
 		{"cuptiGetResultString", &ep.resultString, true},
 		{"cuptiGetErrorMessage", &ep.errorMessage, true},
+		{"cuptiGetTimestamp", &ep.timestamp, true},
 	}
 	var missing []string
 	for _, s := range table {
