@@ -26,7 +26,7 @@
 //	defer c.Close()
 //	c.Arm()                 // enables kernel records until Close
 //	... warm-up, device sync ...
-//	c.Start()               // discards earlier records, clears the aggregates
+//	c.Start()               // clears the aggregates; earlier kernels left out
 //	... barrier, timed loop ...
 //	... device sync ...
 //	d, cmb, err := c.Stop(dispatches, combines)
@@ -34,11 +34,14 @@
 // Records are of CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, which keeps kernels
 // concurrent (the KERNEL kind would serialize them, and the EP kernels spin
 // on their peers; KindEnv selects it for studying the timer). Arm enables
-// them before the warm-up because CUPTI does set-up work at the first launch
-// of each kernel after enabling, which took a rank up to milliseconds: in the
-// first timed pair, the other rank's kernel spun that long inside its timed
-// window. Without Arm, Start enables and Stop disables. Stop forces a flush
-// of every buffer, and returns the mean time per kernel instance of the
+// them before the warm-up, so that a window can start without enabling or
+// flushing anything: the first kernel launched after a forced flush is held
+// up by milliseconds (2.5-5 ms on H200 with CUDA 13.0), and in the first
+// timed pair the other ranks' kernels spun that long inside their windows.
+// An armed window leaves out the records of kernels that started before it
+// (by cuptiGetTimestamp), which its end's flush delivers along with its own.
+// Without Arm, Start enables and Stop disables. Stop forces a flush of every
+// buffer, and returns the mean time per kernel instance of the
 // kernels whose names contain
 // "dispatch" and of those containing "combine" (kernels.DispatchKernel and
 // kernels.CombineKernel). A name containing both counts in both classes,
