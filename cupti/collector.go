@@ -35,6 +35,13 @@ type Collector struct {
 // serializes.
 const KindEnv = "EPBENCH_CUPTI_KIND"
 
+// CheckEnv reports a KindEnv value Open would refuse, so that a run can stop
+// with a usage error before it sets anything up.
+func CheckEnv() error {
+	_, err := kindOf(os.Getenv(KindEnv))
+	return err
+}
+
 // kindOf maps a KindEnv value to the activity kind.
 func kindOf(v string) (int, error) {
 	switch v {

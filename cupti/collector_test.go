@@ -500,6 +500,14 @@ func TestKindEnv(t *testing.T) {
 	if _, err := kindOf("Serial"); err == nil || !strings.Contains(err.Error(), KindEnv) {
 		t.Errorf("kindOf(Serial): %v, want an error naming %s", err, KindEnv)
 	}
+	t.Setenv(KindEnv, "serial")
+	if err := CheckEnv(); err != nil {
+		t.Errorf("CheckEnv with %s=serial: %v", KindEnv, err)
+	}
+	t.Setenv(KindEnv, "bogus")
+	if err := CheckEnv(); err == nil || !strings.Contains(err.Error(), `"bogus"`) {
+		t.Errorf("CheckEnv with %s=bogus: %v, want an error quoting the value", KindEnv, err)
+	}
 	// The kind chosen is the one enabled and disabled.
 	f := &fakeAPI{}
 	c := openFake(t, f)

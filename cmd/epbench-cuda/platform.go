@@ -9,12 +9,18 @@ import (
 	"github.com/epbench/epbench/app"
 	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/cupti"
 	"github.com/epbench/epbench/gpu"
 	"github.com/epbench/epbench/report"
 )
 
 // Platform sets one rank up for the benchmark on its GPU.
 func (cudaHooks) Platform(w *app.World, cfg *config.Config) (*app.Platform, error) {
+	if cfg.KernelTiming && !cfg.CUPTIRegion {
+		if err := cupti.CheckEnv(); err != nil {
+			return nil, app.Usage(err)
+		}
+	}
 	dev, err := gpu.Open(w.LocalRank)
 	if err != nil {
 		return nil, err
