@@ -119,9 +119,9 @@ func (c *Collector) Version() uint32 { return c.version }
 // Arm enables kernel activity records (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
 // unless KindEnv says otherwise) ahead of the first window, until Close:
 // call it before the warm-up. A window then starts without enabling or
-// flushing anything: the first kernel launched after a flush, when CUPTI
-// asks for a new buffer, is held up by ~4-5 ms (measured on H200, CUDA 13.0),
-// and in the first timed pair the peers' kernels would spin that long.
+// flushing anything: the first kernel launched after a forced flush is held
+// up by 2.5-5 ms (measured on H200, CUDA 13.0), and in the first timed pair
+// the peers' kernels would spin that long.
 // Records of kernels that started before the window (the warm-up's, still in
 // the buffer) are left out by their start time. Arming twice is a no-op.
 func (c *Collector) Arm() error {
@@ -155,16 +155,16 @@ func (c *Collector) Start() error {
 	case c.started:
 		return ErrAlreadyStarted
 	}
-	var from uint64
+	var from uint64 // kernels that started before it are left out
 	if c.armed {
 		ts, err := c.api.timestamp()
-		if err != nil {
+		if err != nil { // no CUPTI clock: hand the earlier records back now instead
 			if err := c.api.flush(flushForced); err != nil {
 				return err
 			}
-			ts = 0
+		} else {
+			from = ts
 		}
-		from = ts
 	}
 	// Reading the dropped count resets CUPTI's, so drops from before the
 	// window are not charged to it.
