@@ -58,8 +58,8 @@ run:
 endif
 	@bash scripts/run.sh "$(MPIRUN)" "$(NP)" $(RUN_ARGS)
 
-# Regenerates kernels/*.ptx with a CUDA 13 nvcc; the first line of each file stamps the hash of the
-# sources and flags (kernels/ptxhash_test.go checks it).
+# Regenerates kernels/ptx/*.ptx (one file per kernel variant) with a CUDA 13 nvcc; the first line of
+# each file stamps the hash of the sources, flags and variant (kernels/ptx_test.go checks it).
 ptx:
 	@bash scripts/ptx.sh "$(NVCC)"
 

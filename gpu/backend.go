@@ -19,6 +19,12 @@ import (
 // operation did not write.
 const poisonWord = 0x7FC17FC1
 
+// kernelSet is one variant's module and its entries.
+type kernelSet struct {
+	module            Module
+	dispatch, combine Function
+}
+
 // TimeoutError is a kernel's bounded wait that expired.
 type TimeoutError struct {
 	Phase string // "dispatch" or "combine"
@@ -37,9 +43,7 @@ type Backend struct {
 	transport Transport
 	stream    Stream
 	events    [4]Event
-	module    Module
-	dispatch  Function
-	combine   Function
+	modules   map[kernels.Variant]kernelSet // loaded on first use
 	params    *ParamBlock
 	args      kernels.Args
 	grid      int
@@ -191,17 +195,8 @@ func (b *Backend) setup(g Gatherer) error {
 		b.grid = min(b.grid, v)
 	}
 
-	ptx, err := kernels.PTX(cfg.PTXDir)
-	if err != nil {
-		return err
-	}
-	if b.module, err = LoadModule(ptx); err != nil {
-		return fmt.Errorf("loading the LL kernels: %w", err)
-	}
-	if b.dispatch, err = b.module.Function(kernels.DispatchKernel); err != nil {
-		return err
-	}
-	if b.combine, err = b.module.Function(kernels.CombineKernel); err != nil {
+	b.modules = map[kernels.Variant]kernelSet{}
+	if _, err := b.kernels(); err != nil {
 		return err
 	}
 	if b.stream, err = NewStream(); err != nil {
@@ -381,6 +376,9 @@ func (b *Backend) SetTokens(t int) error {
 	}
 	b.shape.Tokens = t
 	b.args.Tokens = int32(t)
+	if _, err := b.kernels(); err != nil { // the variant may change with t
+		return err
+	}
 	return b.stream.Sync()
 }
 
@@ -393,30 +391,48 @@ func (b *Backend) Graphs() bool { return b.clock != 0 }
 // Grid is the number of blocks each kernel launches.
 func (b *Backend) Grid() int { return b.grid }
 
-// protocols is the signalling of dispatch and combine at the current token
-// count (kernels.Proto*).
-func (b *Backend) protocols() (dispatch, combine int32) {
-	if b.cfg.Protocol.Inline(b.shape.Tokens, b.shape.Hidden) {
-		return kernels.ProtoInline, kernels.ProtoInline
-	}
-	dispatch, combine = kernels.ProtoFenced, kernels.ProtoFenced
-	if dispatchLines(b.cfg, b.shape, b.nvlink) {
-		dispatch = kernels.ProtoLines
-	}
-	if combineLines(b.cfg, b.shape, b.nvlink) {
-		combine = kernels.ProtoLines
-	}
-	return dispatch, combine
+// variant is the kernel variant of the operations at the current token
+// count: their signalling, dispatch dtype and combine mode.
+func (b *Backend) variant() (kernels.Variant, error) {
+	return kernels.Choose(b.cfg.Protocol.Inline(b.shape.Tokens, b.shape.Hidden),
+		dispatchLines(b.cfg, b.shape, b.nvlink), combineLines(b.cfg, b.shape, b.nvlink),
+		b.cfg.DispatchDtype == config.DtypeFP8E4M3, b.cfg.CombineMode == config.DirectSend)
 }
 
-// protoNames are the kernels.Proto* values' names.
-var protoNames = [...]string{kernels.ProtoFenced: "fenced", kernels.ProtoInline: "inline", kernels.ProtoLines: "lines"}
+// kernels returns the entries of the current variant, loading its module
+// (a JIT compile of its PTX) the first time.
+func (b *Backend) kernels() (kernelSet, error) {
+	v, err := b.variant()
+	if err != nil {
+		return kernelSet{}, err
+	}
+	if ks, ok := b.modules[v]; ok {
+		return ks, nil
+	}
+	ptx, err := kernels.PTX(b.cfg.PTXDir, v)
+	if err != nil {
+		return kernelSet{}, err
+	}
+	var ks kernelSet
+	if ks.module, err = LoadModule(ptx); err != nil {
+		return kernelSet{}, fmt.Errorf("loading the LL kernels (%s): %w", v.Module(), err)
+	}
+	ks.dispatch, err = ks.module.Function(kernels.DispatchKernel)
+	if err == nil {
+		ks.combine, err = ks.module.Function(kernels.CombineKernel)
+	}
+	if err != nil {
+		return kernelSet{}, errors.Join(fmt.Errorf("%s: %w", v.Module(), err), ks.module.Unload())
+	}
+	b.modules[v] = ks
+	return ks, nil
+}
 
 // Protocols names how dispatch and combine signal at the current token
 // count: inline, fenced, or lines.
 func (b *Backend) Protocols() (dispatch, combine string) {
-	d, c := b.protocols()
-	return protoNames[d], protoNames[c]
+	v, _ := b.variant()
+	return kernels.ProtoNames[v.Dispatch], kernels.ProtoNames[v.Combine]
 }
 
 // launch runs one operation with routing j. With the fenced protocol every
@@ -426,18 +442,22 @@ func (b *Backend) Protocols() (dispatch, combine string) {
 // --cuda-graph the kernels keep that count and the epoch on the device
 // (kernels.ClockBytes), so each (operation, routing) is captured once, at
 // its first call, and its graph launched from then on.
-func (b *Backend) launch(f Function, j int, expect *uint64) error {
+func (b *Backend) launch(op int, j int, expect *uint64) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
-	d, c := b.protocols()
-	b.args.InlineProto, b.args.CombineProto = d, c
-	if (f == b.dispatch && d == kernels.ProtoFenced) || (f == b.combine && c == kernels.ProtoFenced) {
-		*expect++
+	ks, err := b.kernels()
+	if err != nil {
+		return err
 	}
-	op := 0
-	if f == b.combine {
-		op = 1
+	v, _ := b.variant()
+	b.args.InlineProto, b.args.CombineProto = v.Dispatch, v.Combine
+	f := ks.dispatch
+	if op == 1 {
+		f = ks.combine
+	}
+	if (op == 0 && v.Dispatch == kernels.ProtoFenced) || (op == 1 && v.Combine == kernels.ProtoFenced) {
+		*expect++
 	}
 	if b.clock != 0 && b.graphs[op][j] != 0 {
 		return b.graphs[op][j].Launch(b.stream)
@@ -446,7 +466,7 @@ func (b *Backend) launch(f Function, j int, expect *uint64) error {
 	b.args.Expect = *expect
 	b.args.Put(b.params.Bytes())
 	smem := 0
-	if f == b.dispatch {
+	if op == 0 {
 		smem = kernels.DispatchSharedBytes(b.shape.Experts)
 	}
 	if b.clock == 0 {
@@ -479,14 +499,14 @@ func (b *Backend) Dispatch(j int) error {
 	b.args.Epoch++
 	b.args.Trace = b.traceAt(b.traceD, b.callsD)
 	b.callsD++
-	return b.launch(b.dispatch, j, &b.expectD)
+	return b.launch(0, j, &b.expectD)
 }
 
 // Combine implements bench.Backend.
 func (b *Backend) Combine(j int) error {
 	b.args.Trace = b.traceAt(b.traceC, b.callsC)
 	b.callsC++
-	return b.launch(b.combine, j, &b.expectC)
+	return b.launch(1, j, &b.expectC)
 }
 
 // Sync implements bench.Backend: it waits for the stream and reports a
@@ -496,6 +516,9 @@ func (b *Backend) Sync() error {
 		return err
 	}
 	if w := b.errw.Load(); w != 0 {
+		if w>>24 == kernels.PhaseVariant {
+			return fmt.Errorf("a kernel was launched with arguments of another variant than its module's (an epbench defect)")
+		}
 		phase := "dispatch"
 		if w>>24 == 2 {
 			phase = "combine"
@@ -589,9 +612,11 @@ func (b *Backend) Close() error {
 		errs = append(errs, b.stream.Destroy())
 		b.stream = 0
 	}
-	if b.module != 0 {
-		errs = append(errs, b.module.Unload())
-		b.module = 0
+	for v, ks := range b.modules {
+		if ks.module != 0 {
+			errs = append(errs, ks.module.Unload())
+		}
+		delete(b.modules, v)
 	}
 	b.params.Free()
 	return errors.Join(errs...)

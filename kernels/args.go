@@ -39,6 +39,10 @@ const (
 	ProtoLines  int32 = 2
 )
 
+// PhaseVariant in the top byte of the error word: a kernel was launched
+// with the arguments of another variant than its module's (kPhaseVariant).
+const PhaseVariant = 3
+
 // TracePoints is the number of phase stamps per block (kTracePoints).
 const TracePoints = 8
 

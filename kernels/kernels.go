@@ -1,11 +1,12 @@
 // Package kernels holds the CUDA C++ sources of the LL dispatch and combine
-// kernels, their PTX (built by `make ptx` with CUDA 13 and embedded here), the
+// kernels, their PTX (one file per Variant in ptx/, built by `make ptx` with
+// CUDA 13 and embedded here), the
 // entry names shared by the launcher and the CUPTI name matching, and the Go
 // mirror of the kernels' argument block.
 package kernels
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,23 +23,106 @@ const (
 // Args block.
 var Entries = []string{DispatchKernel, CombineKernel}
 
-// Module is the PTX file that holds the entries.
-const Module = "ll.ptx"
-
 // ThreadsPerBlock is the block size the kernels are written for
 // (kThreads in ll.cu).
 const ThreadsPerBlock = 512
 
-//go:embed ll.ptx
-var embedded []byte
+// Variant is what one kernel module is built for (ll.cuh): the signalling
+// of dispatch and of combine (Proto*), the dispatch dtype and the combine
+// mode. Each variant is its own PTX file, so a launch runs through the code
+// of its variant only.
+type Variant struct {
+	Dispatch, Combine int32 // Proto*
+	FP8               bool  // dispatch carries E4M3
+	DirectSend        bool  // combine mode direct_send (else rank_local_reduce)
+}
 
-// PTX returns the module's PTX: the embedded one, or, when dir is not empty,
-// the development override dir/ll.ptx.
-func PTX(dir string) ([]byte, error) {
-	if dir == "" {
-		return embedded, nil
+// ProtoNames are the Proto* values' names.
+var ProtoNames = [...]string{ProtoFenced: "fenced", ProtoInline: "inline", ProtoLines: "lines"}
+
+func b01(b bool) int {
+	if b {
+		return 1
 	}
-	b, err := os.ReadFile(filepath.Join(dir, Module))
+	return 0
+}
+
+func (v Variant) String() string {
+	dt, mode := "bf16", "rlr"
+	if v.FP8 {
+		dt = "fp8"
+	}
+	if v.DirectSend {
+		mode = "ds"
+	}
+	return fmt.Sprintf("%s_%s_%s_%s", ProtoNames[v.Dispatch], ProtoNames[v.Combine], dt, mode)
+}
+
+// Module is the name of the variant's PTX file, e.g. ll_inline_inline_bf16_rlr.ptx.
+func (v Variant) Module() string { return "ll_" + v.String() + ".ptx" }
+
+// Defines are the nvcc macro definitions that build the variant
+// (scripts/ptx.sh passes the same).
+func (v Variant) Defines() string {
+	return fmt.Sprintf("-DEPBENCH_DISPATCH_PROTO=%d -DEPBENCH_COMBINE_PROTO=%d -DEPBENCH_FP8=%d -DEPBENCH_COMBINE_MODE=%d",
+		v.Dispatch, v.Combine, b01(v.FP8), b01(v.DirectSend))
+}
+
+// Variants are the variants a launch can ask for, one PTX file each: every
+// dtype and combine mode with the protocol pairs the configuration allows
+// (config.Protocol): both inline, or dispatch fenced or lines and combine
+// fenced or lines, except a lines dispatch with a fenced combine (lines need
+// NVLink, and over NVLink every combine above the inline size uses lines
+// when its dispatch does).
+func Variants() []Variant {
+	pairs := [][2]int32{{ProtoInline, ProtoInline}, {ProtoFenced, ProtoFenced}, {ProtoFenced, ProtoLines}, {ProtoLines, ProtoLines}}
+	var out []Variant
+	for _, p := range pairs {
+		for _, fp8 := range []bool{false, true} {
+			for _, ds := range []bool{false, true} {
+				out = append(out, Variant{Dispatch: p[0], Combine: p[1], FP8: fp8, DirectSend: ds})
+			}
+		}
+	}
+	return out
+}
+
+// Choose is the variant of an operation: both inline when inline, else a
+// lines dispatch when dispatchLines (fenced otherwise) and a lines combine
+// when combineLines (fenced otherwise). A choice no PTX file is built for is
+// an error.
+func Choose(inline, dispatchLines, combineLines, fp8, directSend bool) (Variant, error) {
+	v := Variant{Dispatch: ProtoInline, Combine: ProtoInline, FP8: fp8, DirectSend: directSend}
+	if !inline {
+		v.Dispatch, v.Combine = ProtoFenced, ProtoFenced
+		if dispatchLines {
+			v.Dispatch = ProtoLines
+		}
+		if combineLines {
+			v.Combine = ProtoLines
+		}
+	}
+	for _, w := range Variants() {
+		if w == v {
+			return v, nil
+		}
+	}
+	return v, fmt.Errorf("no kernel module is built for a %s dispatch with a %s combine", ProtoNames[v.Dispatch], ProtoNames[v.Combine])
+}
+
+// ptxDir holds the PTX of every variant, built by `make ptx`.
+const ptxDir = "ptx"
+
+//go:embed ptx/*.ptx
+var embedded embed.FS
+
+// PTX returns the PTX of variant v: the embedded file, or, when dir is not
+// empty, the development override dir/<v.Module()>.
+func PTX(dir string, v Variant) ([]byte, error) {
+	if dir == "" {
+		return embedded.ReadFile(ptxDir + "/" + v.Module())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, v.Module()))
 	if err != nil {
 		return nil, fmt.Errorf("--ptx-dir: %w", err)
 	}

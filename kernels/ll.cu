@@ -29,10 +29,12 @@
 // instead (ll.cuh): the data carries the call's flag and is polled, with no
 // fence and no counter. The lines protocol (ll.cuh) sends each token's
 // header first and its row in flagged 128-byte lines, which the receiving
-// warps copy as they land. Below kSpreadTokens tokens a token's
-// row is sent and received by many SMs. Every wait is bounded. With a
-// device clock (ll.cuh) the kernels take the call number from device memory,
-// so their arguments never change and a CUDA graph can replay them.
+// warps copy as they land. Below kSpreadTokens tokens a token's row is
+// sent, written to the own rank's rows and received by many SMs. Every wait
+// is bounded. With a device clock (ll.cuh) the kernels take the call number
+// from device memory, so their arguments never change and a CUDA graph can
+// replay them. Each PTX file is one variant (ll.cuh), built with the
+// protocols, dtype and combine mode fixed.
 #include <limits.h>
 
 #include "ll.cuh"
@@ -129,16 +131,37 @@ __device__ inline bool unit_wait(const uint4* p, uint32_t flag, uint2* d, uint64
     }
 }
 
-// Settles a unit whose first load is in *v: polls p until it carries the
-// flag; bounded like unit_wait. Loading many units first and settling them
-// after keeps their round trips in flight together.
-__device__ __forceinline__ bool unit_settle(const uint4* p, uint4* v, uint32_t flag, uint64_t deadline, int* err,
-                                            int phase, int peer) {
-    if (v->y == flag && v->w == flag) return true;
-    uint2 d;
-    if (!unit_wait(p, flag, &d, deadline, err, phase, peer)) return false;
-    *v = make_uint4(d.x, flag, d.y, flag);
-    return true;
+// Settles the units at(i), i < N (null: none), whose first loads are in
+// unit(i) (a reference): while any lacks the call's flag, reloads every one
+// that does, all loads in flight together, so waiting units cost one round
+// trip per poll instead of one each in turn. Bounded like unit_wait; on a
+// timeout the peer of a waiting unit, peer_of(i), is recorded. The loops
+// unroll, so unit(i) can name registers.
+template <int N, typename Unit, typename At, typename PeerOf>
+__device__ __forceinline__ bool units_settle(Unit unit, At at, uint32_t flag, uint64_t deadline, int* err, int phase,
+                                             PeerOf peer_of) {
+    auto waits = [&](int i) { return at(i) != nullptr && !(unit(i).y == flag && unit(i).w == flag); };
+    for (uint32_t spins = 1;; spins++) {
+        bool done = true;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            if (!waits(i)) continue;
+            done = false;
+            unit(i) = unit_load(at(i));
+        }
+        if (done) return true;
+        if ((spins & 255) != 0) continue;
+        if (ld_volatile(err) != 0) return false;
+        if (global_timer() > deadline) {
+            int waiting = -1;
+#pragma unroll
+            for (int i = 0; i < N; i++)
+                if (waiting < 0 && waits(i)) waiting = peer_of(i);
+            if (waiting < 0) return true;
+            atomicCAS(err, 0, (phase << 24) | (waiting + 1));
+            return false;
+        }
+    }
 }
 
 // A 16-byte vector as two units.
@@ -332,8 +355,27 @@ __device__ __forceinline__ void decode_y(const LLArgs& a, const YRaw& r, float f
 // (ll.cuh, kClockWords) the epoch and expected arrivals its record holds,
 // advanced for this call; thread 0 of block 0 writes the other kernel's
 // record.
+// Whether the call's arguments are the module's variant (ll.cuh); if not,
+// block 0 records kPhaseVariant in the error word and every block returns.
+__device__ __forceinline__ bool variant_ok(const LLArgs& p) {
+#ifdef EPBENCH_DISPATCH_PROTO
+    if (p.inline_proto != EPBENCH_DISPATCH_PROTO || p.combine_proto != EPBENCH_COMBINE_PROTO || p.fp8 != EPBENCH_FP8 ||
+        p.combine_mode != EPBENCH_COMBINE_MODE) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) atomicCAS(p.err, 0, kPhaseVariant << 24);
+        return false;
+    }
+#endif
+    return true;
+}
+
 __device__ __forceinline__ LLArgs clocked(const LLArgs& p, bool dispatch) {
     LLArgs a = p;
+#ifdef EPBENCH_DISPATCH_PROTO
+    a.inline_proto = EPBENCH_DISPATCH_PROTO;
+    a.combine_proto = EPBENCH_COMBINE_PROTO;
+    a.fp8 = EPBENCH_FP8;
+    a.combine_mode = EPBENCH_COMBINE_MODE;
+#endif
     if (p.clock == nullptr) return a;
     const uint64_t* in = p.clock + (dispatch ? 0 : kClockCombine);
     const uint64_t epoch = __ldcg(in) + (dispatch ? 1 : 0);
@@ -353,6 +395,7 @@ __device__ __forceinline__ LLArgs clocked(const LLArgs& p, bool dispatch) {
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(const LLArgs args) {
+    if (!variant_ok(args)) return;
     const LLArgs a = clocked(args, true);
     // Dynamic shared memory: two int arrays of E entries (DispatchSharedBytes).
     extern __shared__ int dyn[];
@@ -367,6 +410,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     __shared__ int failed;
     __shared__ float gamax[16384 / kScaleBlock];  // lines, FP8: each channel group's largest magnitude
     __shared__ int lhdr[2 + 3 * kMaxTopK];        // lines: the header being sent
+    // Spread (fewer than kSpreadTokens tokens, so T * K <= kWorkers): every
+    // selection's expert, and its row among that expert's rows from here.
+    __shared__ int sel_e[kWorkers], sel_p[kWorkers];
 
     const uint64_t deadline = global_timer() + a.timeout_ns;
     EPBENCH_TRACE(a, 0);
@@ -527,6 +573,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     // --- count every expert's selections (every block counts all of
     // topk_idx, so no grid-wide step is needed) ---
     count4(threadIdx.x);
+    if (spread && threadIdx.x < n_ids) sel_e[threadIdx.x] = (int)ids[0];
     for (int i0 = threadIdx.x + 4 * kThreads; i0 < n_ids; i0 += 4 * kThreads) {
         load4(i0);
         count4(i0);
@@ -624,6 +671,39 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     };
     if (warp == 0 && !lines)
         for (int t = t0; t < t1; t++) headers_of(t);
+    // Spread: the workers write the own rank's rows meanwhile, spread like
+    // the sends (group c of the rows by block c % grid, from the L1 that
+    // holds it), at rows counted here: a selection's row among its expert's
+    // rows from this rank is the number of earlier tokens that select it.
+    if (spread && warp > 0) {
+        const int i = threadIdx.x - kWarp;
+        if (i < n_ids) {
+            const int e = sel_e[i];
+            int p = 0;
+            for (int j = 0; j < i / K * K; j++) p += sel_e[j] == e;
+            sel_p[i] = p;
+        }
+        workers_sync();
+        for (int c = (i / 16) * gridDim.x + blockIdx.x; c < all_groups; c += (kWorkers / 16) * gridDim.x) {
+            const int t = c / row_groups, v = (c % row_groups) * 16 + sub;
+            const uint4 val = __ldg(reinterpret_cast<const uint4*>(a.x + (int64_t)t * H) + v);
+            uint2 q8;
+            float scale = 0.f;
+            if (a.fp8) q8 = quantize8(val, half, &scale);  // the half-warp holds the group
+            for (int k = 0; k < K; k++) {
+                const int e = sel_e[t * K + k];
+                if (e < lo || e >= hi) continue;
+                const int64_t row = (int64_t)(e - lo) * rows_per_expert + sel_p[t * K + k];
+                if (!a.fp8) {
+                    reinterpret_cast<uint4*>(recv + row * rb)[v] = val;
+                } else {
+                    reinterpret_cast<uint2*>(recv + row * rb)[v] = q8;
+                    if (sub == 0) a.recv_scales[row * groups + v / 16] = scale;
+                }
+            }
+        }
+        EPBENCH_TRACE_BY(a, 6, kWarp);
+    }
     // Lines: each token's header goes first, so the receiver knows where its
     // rows go while they stream in.
     for (int t = t0; lines && t < t1; t++) {
@@ -739,7 +819,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         }
         EPBENCH_TRACE_BY(a, 6, w0 * kWarp);
     };
-    if (!lines) own_rows_of_block(1, kWarps - 1);
+    if (!lines && !spread) own_rows_of_block(1, kWarps - 1);
 
 
     // --- peers: the workers copy the messages this block owns (one per
@@ -902,32 +982,62 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
             const uint8_t* slot = dispatch_slot(a, self, s, t);
             const uint4* islot = inline_slot(a, self, s, t);
-            // The slice's data loads first, then the header's.
-            uint4 pv[kVecPerLane], lo4[kVecPerLane], hi4[kVecPerLane];
+            // The slice's data loads first (inline: unit 2u + h is half h of
+            // vector u, FP8 one unit per vector, the last unit the lane's
+            // scale), then the header's.
+            uint4 pv[kVecPerLane];
+            constexpr int kUnits = 2 * kVecPerLane + 1;
+            uint4 un[kUnits];
             const int upv = a.fp8 ? 1 : 2;  // inline: units per vector
+            // FP8: the scales of the slice's channel groups, one per lane.
+            const int gps = kSliceVecs * (inl ? 8 : 16) / kScaleBlock;
+            const int g = (v0 - lane) / kSliceVecs * gps + lane;
+            const bool has_scale = a.fp8 && lane < gps && g < groups;
+            auto unit_at = [&](int i) -> const uint4* {
+                if (i == kUnits - 1) return has_scale ? islot + p0 + H / 8 + g : nullptr;
+                const int u = i / 2, v = v0 + u * kWarp;
+                if (v >= nvec || (i % 2 == 1 && a.fp8)) return nullptr;
+                return islot + p0 + upv * v + i % 2;
+            };
+#pragma unroll
+            for (int i = 0; i < kUnits; i++) {
+                const uint4* q = inl ? unit_at(i) : nullptr;
+                if (q != nullptr) un[i] = unit_load(q);
+            }
 #pragma unroll
             for (int u = 0; u < kVecPerLane; u++) {
                 const int v = v0 + u * kWarp;
-                if (v >= nvec) continue;
-                if (!inl) {
-                    pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
-                } else {
-                    lo4[u] = unit_load(islot + p0 + upv * v);
-                    if (!a.fp8) hi4[u] = unit_load(islot + p0 + upv * v + 1);
-                }
+                if (!inl && v < nvec) pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
             }
             bool ok = true, live = true;
             int e = -1, p = 0;
             if (!inl) {
                 live = fenced_header(a, slot, &e, &p);
             } else {
-                uint2 d;
-                ok = unit_wait(islot, flag, &d, deadline, a.err, kPhaseDispatch, s);
-                live = d.x != 0;
-                if (ok && live && lane < K) {
-                    ok = unit_wait(islot + 1 + lane, flag, &d, deadline, a.err, kPhaseDispatch, s);
-                    e = (int)d.x;
-                    p = (int)d.y;
+                // The presence unit and the lane's header unit polled together
+                // (a token not sent here has no header this call).
+                uint4 pr = unit_load(islot), hd = make_uint4(0, 0, 0, 0);
+                if (lane < K) hd = unit_load(islot + 1 + lane);
+                for (uint32_t spins = 1;; spins++) {
+                    const bool pr_ok = pr.y == flag && pr.w == flag;
+                    if (pr_ok && (pr.x == 0 || lane >= K || (hd.y == flag && hd.w == flag))) break;
+                    if (!pr_ok) pr = unit_load(islot);
+                    if (lane < K && !(hd.y == flag && hd.w == flag)) hd = unit_load(islot + 1 + lane);
+                    if ((spins & 255) != 0) continue;
+                    if (ld_volatile(a.err) != 0) {
+                        ok = false;
+                        break;
+                    }
+                    if (global_timer() > deadline) {
+                        atomicCAS(a.err, 0, (kPhaseDispatch << 24) | (s + 1));
+                        ok = false;
+                        break;
+                    }
+                }
+                live = pr.x != 0;
+                if (live && lane < K) {
+                    e = (int)hd.x;
+                    p = (int)hd.z;
                 }
             }
             if (__any_sync(0xffffffffu, !ok)) return;
@@ -942,29 +1052,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                 row = (int64_t)(e - lo) * rows_per_expert + r;
             }
             if (__any_sync(0xffffffffu, !ok)) return;
-#pragma unroll
-            for (int u = 0; u < kVecPerLane; u++) {
-                const int v = v0 + u * kWarp;
-                if (v >= nvec) continue;
-                if (inl) {
-                    const uint4* q = islot + p0 + upv * v;
-                    ok = ok && unit_settle(q, &lo4[u], flag, deadline, a.err, kPhaseDispatch, s) &&
-                         (a.fp8 || unit_settle(q + 1, &hi4[u], flag, deadline, a.err, kPhaseDispatch, s));
-                    pv[u] = make_uint4(lo4[u].x, lo4[u].z, hi4[u].x, hi4[u].z);
-                }
-            }
-            if (__any_sync(0xffffffffu, !ok)) return;
-            // FP8: the scales of the slice's channel groups, one per lane.
-            const int gps = kSliceVecs * (inl ? 8 : 16) / kScaleBlock;
-            const int g = (v0 - lane) / kSliceVecs * gps + lane;
-            const bool has_scale = a.fp8 && lane < gps && g < groups;
             float scale = 0.f;
-            if (has_scale && !inl) {
-                scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + g);
+            if (inl) {
+                ok = units_settle<kUnits>([&](int i) -> uint4& { return un[i]; }, unit_at, flag, deadline, a.err,
+                                          kPhaseDispatch, [&](int) { return s; });
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++)
+                    pv[u] = make_uint4(un[2 * u].x, un[2 * u].z, un[2 * u + 1].x, un[2 * u + 1].z);
+                scale = __uint_as_float(un[kUnits - 1].x);
             } else if (has_scale) {
-                uint2 d;
-                ok = unit_wait(islot + p0 + H / 8 + g, flag, &d, deadline, a.err, kPhaseDispatch, s);
-                scale = __uint_as_float(d.x);
+                scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + g);
             }
             if (__any_sync(0xffffffffu, !ok)) return;
             for (unsigned mm = mines; mm; mm &= mm - 1) {
@@ -1011,32 +1108,31 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             }
             if (a.fp8 && wt < groups) scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + wt);
         } else {
-            // Every unit's first load in flight, then each settled.
+            // Every unit's first load in flight, then all settled together:
+            // unit 2u + h is half h of vector u (FP8: one unit per vector),
+            // the last the worker's scale.
             const int upv = a.fp8 ? 1 : 2;  // units per vector
-            uint4 lo[kMaxRecvVecPerThread], hi[kMaxRecvVecPerThread];
+            constexpr int kUnits = 2 * kMaxRecvVecPerThread + 1;
+            uint4 un[kUnits];
+            auto unit_at = [&](int i) -> const uint4* {
+                if (i == kUnits - 1) return a.fp8 && wt < groups ? islot + p0 + H / 8 + wt : nullptr;
+                const int v = wt + i / 2 * kWorkers;
+                if (v >= nvec || (i % 2 == 1 && a.fp8)) return nullptr;
+                return islot + p0 + upv * v + i % 2;
+            };
 #pragma unroll
-            for (int u = 0; u < kMaxRecvVecPerThread; u++) {
-                const int v = wt + u * kWorkers;
-                if (v >= nvec) break;
-                lo[u] = unit_load(islot + p0 + upv * v);
-                if (!a.fp8) hi[u] = unit_load(islot + p0 + upv * v + 1);
+            for (int i = 0; i < kUnits; i++) {
+                const uint4* q = unit_at(i);
+                if (q != nullptr) un[i] = unit_load(q);
             }
-            bool ok = true;
+            if (!units_settle<kUnits>([&](int i) -> uint4& { return un[i]; }, unit_at, flag, deadline, a.err,
+                                      kPhaseDispatch, [&](int) { return s; }))
+                failed = 1;
 #pragma unroll
-            for (int u = 0; u < kMaxRecvVecPerThread; u++) {
-                const int v = wt + u * kWorkers;
-                if (v >= nvec || !ok) break;
-                const uint4* q = islot + p0 + upv * v;
-                ok = unit_settle(q, &lo[u], flag, deadline, a.err, kPhaseDispatch, s) &&
-                     (a.fp8 || unit_settle(q + 1, &hi[u], flag, deadline, a.err, kPhaseDispatch, s));
-                pv[u] = a.fp8 ? make_uint4(lo[u].x, lo[u].z, 0, 0) : make_uint4(lo[u].x, lo[u].z, hi[u].x, hi[u].z);
-            }
-            if (ok && a.fp8 && wt < groups) {
-                uint2 d;
-                ok = unit_wait(islot + p0 + H / 8 + wt, flag, &d, deadline, a.err, kPhaseDispatch, s);
-                scale = __uint_as_float(d.x);
-            }
-            if (!ok) failed = 1;
+            for (int u = 0; u < kMaxRecvVecPerThread; u++)
+                pv[u] = a.fp8 ? make_uint4(un[2 * u].x, un[2 * u].z, 0, 0)
+                              : make_uint4(un[2 * u].x, un[2 * u].z, un[2 * u + 1].x, un[2 * u + 1].z);
+            scale = __uint_as_float(un[kUnits - 1].x);
         }
         if (warp == 1) {
             int e = -1, p = 0;
@@ -1283,6 +1379,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(const LLArgs args) {
+    if (!variant_ok(args)) return;
     const LLArgs a = clocked(args, false);
     const uint64_t deadline = global_timer() + a.timeout_ns;
     EPBENCH_TRACE(a, 0);
@@ -1583,20 +1680,45 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 }
             }
             if (inl) {
+                // Every unit of the batch that lacks the flag reloaded, all
+                // together, until none does (one round trip per poll).
+                for (uint32_t spins = 1;; spins++) {
+                    bool done = true;
+                    int waiting = 0;
 #pragma unroll
-                for (int b = 0; b < kBatch; b++) {
-                    if (b >= nb) break;
-                    const uint4* ifrom = irecv + (uint64_t)rowb[b] * inline_row_units(H);
+                    for (int b = 0; b < kBatch; b++) {
 #pragma unroll
-                    for (int u = 0; u < kVecPerLane; u++) {
-                        if (v[u] < 0 || !ok) continue;
-                        ok = unit_settle(ifrom + 2 * v[u], &in[b][u], flag, deadline, a.err, kPhaseCombine, rankb[b]) &&
-                             unit_settle(ifrom + 2 * v[u] + 1, &ihi[b][u], flag, deadline, a.err, kPhaseCombine,
-                                         rankb[b]);
-                        in[b][u] = make_uint4(in[b][u].x, in[b][u].z, ihi[b][u].x, ihi[b][u].z);
+                        for (int u = 0; u < kVecPerLane; u++) {
+                            if (b >= nb || v[u] < 0) continue;
+                            const uint4* q = irecv + (uint64_t)rowb[b] * inline_row_units(H) + 2 * v[u];
+                            const bool lo_w = !(in[b][u].y == flag && in[b][u].w == flag);
+                            const bool hi_w = !(ihi[b][u].y == flag && ihi[b][u].w == flag);
+                            if (lo_w) in[b][u] = unit_load(q);
+                            if (hi_w) ihi[b][u] = unit_load(q + 1);
+                            if (lo_w || hi_w) {
+                                done = false;
+                                waiting = rankb[b];
+                            }
+                        }
+                    }
+                    if (done) break;
+                    if ((spins & 255) != 0) continue;
+                    if (ld_volatile(a.err) != 0) {
+                        ok = false;
+                        break;
+                    }
+                    if (global_timer() > deadline) {
+                        atomicCAS(a.err, 0, (kPhaseCombine << 24) | (waiting + 1));
+                        ok = false;
+                        break;
                     }
                 }
                 if (__any_sync(0xffffffffu, !ok)) return;
+#pragma unroll
+                for (int b = 0; b < kBatch; b++)
+#pragma unroll
+                    for (int u = 0; u < kVecPerLane; u++)
+                        in[b][u] = make_uint4(in[b][u].x, in[b][u].z, ihi[b][u].x, ihi[b][u].z);
             }
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {

@@ -12,7 +12,7 @@ namespace epbench {
 // One argument block for both kernels, passed by value.
 struct LLArgs {
     const uint64_t* peers;     // [R] base of every rank's symmetric buffer, mapped here (own included)
-    int* err;                  // error word (host-mapped): 0, or (phase << 24) | (peer + 1) of the first wait that timed out
+    int* err;                  // error word (host-mapped): 0, (phase << 24) | (peer + 1) of the first wait that timed out, or kPhaseVariant << 24
     const __nv_bfloat16* x;    // [T, H] token rows
     const int64_t* topk_idx;   // [T, K] selected experts, -1 masked
     const float* topk_w;       // [T, K] combine weights
@@ -50,6 +50,18 @@ struct LLArgs {
     int32_t reserved;          // 0
 };
 
+// A module is built for one variant of the operations (scripts/ptx.sh, one
+// PTX file each): EPBENCH_DISPATCH_PROTO and EPBENCH_COMBINE_PROTO (kProto*),
+// EPBENCH_FP8 and EPBENCH_COMBINE_MODE (0 or 1) fix the LLArgs fields of the
+// same meaning, so the compiler leaves out every other variant's code. At a
+// few tokens the kernels' time is largely instruction fetch, which grows with
+// the code they run through (docs/PERF.md). A build without them (a compile
+// check) takes the fields at run time.
+#if defined(EPBENCH_DISPATCH_PROTO) != defined(EPBENCH_COMBINE_PROTO) || \
+    defined(EPBENCH_DISPATCH_PROTO) != defined(EPBENCH_FP8) || defined(EPBENCH_DISPATCH_PROTO) != defined(EPBENCH_COMBINE_MODE)
+#error "a variant build defines all of EPBENCH_DISPATCH_PROTO, EPBENCH_COMBINE_PROTO, EPBENCH_FP8 and EPBENCH_COMBINE_MODE"
+#endif
+
 // Signalling of an operation (LLArgs.inline_proto, combine_proto).
 constexpr int kProtoFenced = 0;  // the data, one system-scope fence, one release per peer
 constexpr int kProtoInline = 1;  // every 8 data bytes travel with the call's flag (no fence, no counters)
@@ -77,6 +89,7 @@ constexpr int kTracePoints = 8;
 
 constexpr int kPhaseDispatch = 1;
 constexpr int kPhaseCombine = 2;
+constexpr int kPhaseVariant = 3;  // the call's arguments are not the module's variant (error word: 3 << 24)
 constexpr int kMaxTopK = 32;
 constexpr int kMaxRanks = 256;     // config.MaxRanks
 constexpr int kWarp = 32;

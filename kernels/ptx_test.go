@@ -15,9 +15,10 @@ import (
 	"testing"
 )
 
-// sourceHash recomputes what scripts/ptx.sh stamps: for each kernel source in
-// sorted order its name, a newline and its bytes, then "nvcc-flags: <flags>\n".
-func sourceHash(t *testing.T) string {
+// sourceHash recomputes what scripts/ptx.sh stamps on variant v's file: for
+// each kernel source in sorted order its name, a newline and its bytes, then
+// "nvcc-flags: <flags>\n" and "variant: <defines>\n".
+func sourceHash(t *testing.T, v Variant) string {
 	t.Helper()
 	var names []string
 	for _, pat := range []string{"*.cu", "*.cuh"} {
@@ -45,18 +46,67 @@ func sourceHash(t *testing.T) string {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(h, "nvcc-flags: %s\n", strings.TrimRight(string(flags), "\n"))
+	fmt.Fprintf(h, "variant: %s\n", v.Defines())
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func TestPTXStampMatchesSources(t *testing.T) {
-	first, _, _ := bytes.Cut(embedded, []byte("\n"))
-	const prefix = "// epbench-src-sha256: "
-	if !bytes.HasPrefix(first, []byte(prefix)) {
-		t.Fatalf("%s: first line %q lacks the source stamp: regenerate with `make ptx`", Module, first)
+func embeddedPTX(t *testing.T, v Variant) []byte {
+	t.Helper()
+	b, err := PTX("", v)
+	if err != nil {
+		t.Fatalf("%s: %v: regenerate with `make ptx`", v.Module(), err)
 	}
-	got := strings.TrimPrefix(string(first), prefix)
-	if want := sourceHash(t); got != want {
-		t.Fatalf("%s was built from other sources or flags (stamp %s, sources %s): run `make ptx` with CUDA 13", Module, got, want)
+	return b
+}
+
+func TestPTXStampMatchesSources(t *testing.T) {
+	for _, v := range Variants() {
+		first, _, _ := bytes.Cut(embeddedPTX(t, v), []byte("\n"))
+		const prefix = "// epbench-src-sha256: "
+		if !bytes.HasPrefix(first, []byte(prefix)) {
+			t.Fatalf("%s: first line %q lacks the source stamp: regenerate with `make ptx`", v.Module(), first)
+		}
+		got := strings.TrimPrefix(string(first), prefix)
+		if want := sourceHash(t, v); got != want {
+			t.Fatalf("%s was built from other sources, flags or defines (stamp %s, sources %s): run `make ptx` with CUDA 13",
+				v.Module(), got, want)
+		}
+	}
+}
+
+func TestPTXFilesAreTheVariants(t *testing.T) {
+	want := map[string]bool{}
+	for _, v := range Variants() {
+		if want[v.Module()] {
+			t.Fatalf("two variants share the file %s", v.Module())
+		}
+		want[v.Module()] = true
+	}
+	files, err := embedded.ReadDir(ptxDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !want[f.Name()] {
+			t.Errorf("%s/%s is no variant's: stale (`make ptx` removes it)", ptxDir, f.Name())
+		}
+		delete(want, f.Name())
+	}
+	for name := range want {
+		t.Errorf("%s/%s is missing: run `make ptx`", ptxDir, name)
+	}
+}
+
+func TestVariantNamesAndDefines(t *testing.T) {
+	v := Variant{Dispatch: ProtoFenced, Combine: ProtoLines, FP8: true, DirectSend: true}
+	if got := v.Module(); got != "ll_fenced_lines_fp8_ds.ptx" {
+		t.Errorf("Module() = %q", got)
+	}
+	if got, want := v.Defines(), "-DEPBENCH_DISPATCH_PROTO=0 -DEPBENCH_COMBINE_PROTO=2 -DEPBENCH_FP8=1 -DEPBENCH_COMBINE_MODE=1"; got != want {
+		t.Errorf("Defines() = %q, want %q", got, want)
+	}
+	if got := (Variant{Dispatch: ProtoInline, Combine: ProtoInline}).Module(); got != "ll_inline_inline_bf16_rlr.ptx" {
+		t.Errorf("Module() = %q", got)
 	}
 }
 
@@ -88,15 +138,17 @@ func ptxEntries(ptx []byte) map[string][]int {
 }
 
 func TestPTXHasEveryLaunchedEntry(t *testing.T) {
-	got := ptxEntries(embedded)
-	for _, name := range Entries {
-		params, ok := got[name]
-		if !ok {
-			t.Errorf("%s: entry %s, which the launcher uses, is missing", Module, name)
-			continue
-		}
-		if len(params) != 1 || params[0] != ArgsSize {
-			t.Errorf("%s: entry %s takes %v, the launcher passes one %d-byte Args block", Module, name, params, ArgsSize)
+	for _, v := range Variants() {
+		got := ptxEntries(embeddedPTX(t, v))
+		for _, name := range Entries {
+			params, ok := got[name]
+			if !ok {
+				t.Errorf("%s: entry %s, which the launcher uses, is missing", v.Module(), name)
+				continue
+			}
+			if len(params) != 1 || params[0] != ArgsSize {
+				t.Errorf("%s: entry %s takes %v, the launcher passes one %d-byte Args block", v.Module(), name, params, ArgsSize)
+			}
 		}
 	}
 }
@@ -145,17 +197,18 @@ func TestArgsPutLayout(t *testing.T) {
 
 func TestPTXOverride(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := PTX(dir); err == nil {
+	v := Variant{Dispatch: ProtoLines, Combine: ProtoLines}
+	if _, err := PTX(dir, v); err == nil {
 		t.Fatal("missing override file accepted")
 	}
-	if err := os.WriteFile(filepath.Join(dir, Module), []byte("x"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, v.Module()), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := PTX(dir)
+	b, err := PTX(dir, v)
 	if err != nil || string(b) != "x" {
 		t.Fatalf("override: %q %v", b, err)
 	}
-	if b, _ := PTX(""); !bytes.Equal(b, embedded) {
+	if b, _ := PTX("", v); !bytes.Equal(b, embeddedPTX(t, v)) || bytes.Equal(b, []byte("x")) {
 		t.Fatal("default is not the embedded PTX")
 	}
 }

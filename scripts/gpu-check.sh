@@ -38,12 +38,13 @@ say() { echo "$@" | tee -a "$log"; }
 # 1. PTX of record.
 ptxdir=$(mktemp -d)
 if bash scripts/ptx.sh "$nvcc" "$ptxdir" >>"$log" 2>&1; then
-	if cmp -s "$ptxdir/ll.ptx" kernels/ll.ptx; then
-		say "ptx: committed kernels/ll.ptx matches nvcc $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+	if diff -rq "$ptxdir" kernels/ptx >>"$log" 2>&1; then
+		say "ptx: committed kernels/ptx matches nvcc $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
 		results+=("ptx|match|ok")
 	else
-		say "ptx: kernels/ll.ptx DIFFERS from what nvcc builds from kernels/*.cu; the fresh PTX is in $out/ll.ptx"
-		cp "$ptxdir/ll.ptx" "$out/ll.ptx"
+		say "ptx: kernels/ptx DIFFERS from what nvcc builds from kernels/*.cu; the fresh PTX is in $out/ptx"
+		mkdir -p "$out/ptx"
+		cp "$ptxdir"/*.ptx "$out/ptx/"
 		results+=("ptx|differs|FAIL")
 		status=1
 		export EPBENCH_PTX_DIR=$ptxdir

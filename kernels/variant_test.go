@@ -1,0 +1,47 @@
+package kernels_test
+
+import (
+	"testing"
+
+	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/kernels"
+)
+
+// Every protocol choice the configuration can make has a kernel module: the
+// launcher's choice is config's Inline, DispatchLines (which the launcher
+// may turn off when a lines message would not fit its slot) and
+// CombineLines, given to kernels.Choose.
+func TestEveryConfiguredChoiceHasAVariant(t *testing.T) {
+	seen := map[kernels.Variant]bool{}
+	for _, p := range []config.Protocol{config.ProtocolAuto, config.ProtocolInline, config.ProtocolFenced, config.ProtocolLines} {
+		for _, dt := range []config.DispatchDtype{config.DtypeBF16, config.DtypeFP8E4M3} {
+			for _, ds := range []bool{false, true} {
+				for _, nvlink := range []bool{false, true} {
+					for _, tokens := range []int{1, 2, 3, 16, 128, 4096} {
+						for _, fits := range []bool{false, true} {
+							if p == config.ProtocolLines && !nvlink {
+								continue // refused at set-up
+							}
+							inline := p.Inline(tokens, 7168)
+							dl := fits && p.DispatchLines(tokens, 7168, dt, nvlink)
+							v, err := kernels.Choose(inline, dl, p.CombineLines(tokens, 7168, nvlink), dt == config.DtypeFP8E4M3, ds)
+							if err != nil {
+								t.Fatalf("protocol %v, %v, direct_send %v, nvlink %v, %d tokens: %v", p, dt, ds, nvlink, tokens, err)
+							}
+							seen[v] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(seen) != len(kernels.Variants()) {
+		t.Errorf("the configuration reaches %d of the %d variants built: a PTX file no launch uses", len(seen), len(kernels.Variants()))
+	}
+}
+
+func TestChooseRefusesAnUnbuiltPair(t *testing.T) {
+	if _, err := kernels.Choose(false, true, false, false, false); err == nil {
+		t.Fatal("a lines dispatch with a fenced combine has no module, yet was chosen")
+	}
+}
