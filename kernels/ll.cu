@@ -122,12 +122,7 @@ __device__ inline bool unit_wait(const uint4* p, uint32_t flag, uint2* d, uint64
             *d = make_uint2(v.x, v.z);
             return true;
         }
-        if ((spins & 255) != 0) continue;
-        if (ld_volatile(err) != 0) return false;
-        if (global_timer() > deadline) {
-            atomicCAS(err, 0, (phase << 24) | (peer + 1));
-            return false;
-        }
+        if ((spins & 255) == 0 && bound_reached(deadline, err, phase, peer)) return false;
     }
 }
 
@@ -151,16 +146,12 @@ __device__ __forceinline__ bool units_settle(Unit unit, At at, uint32_t flag, ui
         }
         if (done) return true;
         if ((spins & 255) != 0) continue;
-        if (ld_volatile(err) != 0) return false;
-        if (global_timer() > deadline) {
-            int waiting = -1;
+        int waiting = -1;
 #pragma unroll
-            for (int i = 0; i < N; i++)
-                if (waiting < 0 && waits(i)) waiting = peer_of(i);
-            if (waiting < 0) return true;
-            atomicCAS(err, 0, (phase << 24) | (waiting + 1));
-            return false;
-        }
+        for (int i = 0; i < N; i++)
+            if (waiting < 0 && waits(i)) waiting = peer_of(i);
+        if (waiting < 0) return true;
+        if (bound_reached(deadline, err, phase, waiting)) return false;
     }
 }
 
@@ -209,13 +200,7 @@ __device__ inline bool lines_settle(const uint4* lines, int first, int nlines, u
         const bool ready = line_ready(*w1, flag) || !mine;
         if (__all_sync(0xffffffffu, ready)) return true;
         if (!ready) line_load(p, w0, w1);
-        if ((spins & 255) != 0) continue;
-        bool give_up = ld_volatile(err) != 0;
-        if (!give_up && global_timer() > deadline) {
-            if (lane == 0) atomicCAS(err, 0, (phase << 24) | (peer + 1));
-            give_up = true;
-        }
-        if (__any_sync(0xffffffffu, give_up)) return false;
+        if ((spins & 255) == 0 && __any_sync(0xffffffffu, bound_reached(deadline, err, phase, peer))) return false;
     }
 }
 
@@ -1023,13 +1008,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
                     if (pr_ok && (pr.x == 0 || lane >= K || (hd.y == flag && hd.w == flag))) break;
                     if (!pr_ok) pr = unit_load(islot);
                     if (lane < K && !(hd.y == flag && hd.w == flag)) hd = unit_load(islot + 1 + lane);
-                    if ((spins & 255) != 0) continue;
-                    if (ld_volatile(a.err) != 0) {
-                        ok = false;
-                        break;
-                    }
-                    if (global_timer() > deadline) {
-                        atomicCAS(a.err, 0, (kPhaseDispatch << 24) | (s + 1));
+                    if ((spins & 255) == 0 && bound_reached(deadline, a.err, kPhaseDispatch, s)) {
                         ok = false;
                         break;
                     }
@@ -1702,13 +1681,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                         }
                     }
                     if (done) break;
-                    if ((spins & 255) != 0) continue;
-                    if (ld_volatile(a.err) != 0) {
-                        ok = false;
-                        break;
-                    }
-                    if (global_timer() > deadline) {
-                        atomicCAS(a.err, 0, (kPhaseCombine << 24) | (waiting + 1));
+                    if ((spins & 255) == 0 && bound_reached(deadline, a.err, kPhaseCombine, waiting)) {
                         ok = false;
                         break;
                     }

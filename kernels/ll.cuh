@@ -163,21 +163,24 @@ __device__ __forceinline__ void red_release_sys_add(uint64_t* p, uint64_t v) {
 
 __device__ __forceinline__ int ld_volatile(const int* p) { return *(const volatile int*)p; }
 
-// Waits until *counter >= target, bounded by deadline (globaltimer ns). On
-// timeout it records (phase, peer) in the error word; it also gives up when
-// another block has recorded an error. The error word lives in host-mapped
-// memory (the host reads it without a copy), so it and the clock are checked
-// only every 256 polls of the counter. Returns false when it gave up.
+// The bound of every poll loop, which checks it every 256 polls (the error
+// word lives in host-mapped memory, the host reads it without a copy): true
+// when the loop must give up, because another block has recorded an error
+// or the deadline (globaltimer ns) has passed; then (phase, peer) is
+// recorded in the error word.
+__device__ __forceinline__ bool bound_reached(uint64_t deadline, int* err, int phase, int peer) {
+    if (ld_volatile(err) != 0) return true;
+    if (global_timer() <= deadline) return false;
+    atomicCAS(err, 0, (phase << 24) | (peer + 1));
+    return true;
+}
+
+// Waits until *counter >= target, bounded as bound_reached says. Returns
+// false when it gave up.
 __device__ inline bool wait_arrivals(const uint64_t* counter, uint64_t target, uint64_t deadline, int* err,
                                      int phase, int peer) {
-    for (uint32_t spins = 1; ld_acquire_sys(counter) < target; spins++) {
-        if ((spins & 255) != 0) continue;
-        if (ld_volatile(err) != 0) return false;
-        if (global_timer() > deadline) {
-            atomicCAS(err, 0, (phase << 24) | (peer + 1));
-            return false;
-        }
-    }
+    for (uint32_t spins = 1; ld_acquire_sys(counter) < target; spins++)
+        if ((spins & 255) == 0 && bound_reached(deadline, err, phase, peer)) return false;
     return true;
 }
 
