@@ -99,7 +99,7 @@ var configInts = []configInt{
 		def: 50, lo: 1, hi: MaxIters, usage: "timed paired iterations"},
 		func(c *Config) *int { return &c.Iters }},
 	{intFlag{name: "num-blocks", def: 0, lo: 0, hi: maxCount,
-		usage: "thread blocks per dispatch/combine kernel; 0 = automatic"},
+		usage: "thread blocks per dispatch/combine kernel; 0 = automatic (one per SM; 16 per token for an inline operation)"},
 		func(c *Config) *int { return &c.NumBlocks }},
 	{intFlag{name: "validate-every", def: 0, lo: 0, hi: maxCount,
 		usage: "also validate every `N` timed iterations; 0 = never"},

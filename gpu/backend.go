@@ -21,6 +21,7 @@ const poisonWord = 0x7FC17FC1
 
 // kernelSet is one variant's module and its entries.
 type kernelSet struct {
+	variant           kernels.Variant
 	module            Module
 	dispatch, combine Function
 }
@@ -44,6 +45,8 @@ type Backend struct {
 	stream    Stream
 	events    [4]Event
 	modules   map[kernels.Variant]kernelSet // loaded on first use
+	cur       kernelSet                     // the variant at the current token count (selectKernels)
+	curGrid   int                           // and its grid (gridFor)
 	params    *ParamBlock
 	args      kernels.Args
 	grid      int
@@ -65,7 +68,8 @@ type Backend struct {
 
 	recvX, recvCount, srcInfo, layoutRange, rowPos, out uint64
 	recvScales                                          uint64
-	traceD, traceC                                      uint64 // phase stamps, when EPBENCH_TRACE is set
+	traceD, traceC                                      uint64             // phase stamps, when EPBENCH_TRACE is set
+	traceGrids                                          [2][traceCalls]int // the grid of each traced call
 	sizes                                               map[uint64]int64
 }
 
@@ -196,7 +200,7 @@ func (b *Backend) setup(g Gatherer) error {
 	}
 
 	b.modules = map[kernels.Variant]kernelSet{}
-	if _, err := b.kernels(); err != nil {
+	if err := b.selectKernels(); err != nil {
 		return err
 	}
 	if b.stream, err = NewStream(); err != nil {
@@ -376,7 +380,7 @@ func (b *Backend) SetTokens(t int) error {
 	}
 	b.shape.Tokens = t
 	b.args.Tokens = int32(t)
-	if _, err := b.kernels(); err != nil { // the variant may change with t
+	if err := b.selectKernels(); err != nil { // the variant and grid may change with t
 		return err
 	}
 	return b.stream.Sync()
@@ -388,8 +392,9 @@ func (b *Backend) Name() string { return "cuda" }
 // Graphs reports whether the operations run as CUDA graphs (--cuda-graph).
 func (b *Backend) Graphs() bool { return b.clock != 0 }
 
-// Grid is the number of blocks each kernel launches.
-func (b *Backend) Grid() int { return b.grid }
+// Grid is the number of blocks each kernel launches at the current token
+// count.
+func (b *Backend) Grid() int { return b.curGrid }
 
 // variant is the kernel variant of the operations at the current token
 // count: their signalling, dispatch dtype and combine mode.
@@ -399,40 +404,61 @@ func (b *Backend) variant() (kernels.Variant, error) {
 		b.cfg.DispatchDtype == config.DtypeFP8E4M3, b.cfg.CombineMode == config.DirectSend)
 }
 
-// kernels returns the entries of the current variant, loading its module
-// (a JIT compile of its PTX) the first time.
-func (b *Backend) kernels() (kernelSet, error) {
+// inlineBlocksPerToken sets the automatic grid of an inline operation: 16
+// blocks per token (at most one per SM). At one token, 16 blocks measured
+// 0.2-0.4 us faster per kernel than 132 on one H200, and 8 blocks ~0.5 us
+// faster at EP2 with the v15 kernels (docs/PERF.md); the rows of so few
+// tokens still leave from 16 SMs per token.
+const inlineBlocksPerToken = 16
+
+// gridFor is the grid of the operations at the current token count: the
+// set-up's (--num-blocks, else one block per SM), or for an inline
+// operation without --num-blocks inlineBlocksPerToken per token. Every
+// rank computes the same.
+func (b *Backend) gridFor(v kernels.Variant) int {
+	if b.cfg.NumBlocks == 0 && v.Dispatch == kernels.ProtoInline {
+		return min(b.grid, inlineBlocksPerToken*b.shape.Tokens)
+	}
+	return b.grid
+}
+
+// selectKernels makes b.cur the variant of the current token count, with
+// its entries and grid, loading its module (a JIT compile of its PTX) the
+// first time. Called at set-up and whenever the token count changes, so a
+// launch only reads b.cur.
+func (b *Backend) selectKernels() error {
 	v, err := b.variant()
 	if err != nil {
-		return kernelSet{}, err
+		return err
 	}
-	if ks, ok := b.modules[v]; ok {
-		return ks, nil
+	ks, ok := b.modules[v]
+	if !ok {
+		ptx, err := kernels.PTX(b.cfg.PTXDir, v)
+		if err != nil {
+			return err
+		}
+		ks.variant = v
+		if ks.module, err = LoadModule(ptx); err != nil {
+			return fmt.Errorf("loading the LL kernels (%s): %w", v.Module(), err)
+		}
+		ks.dispatch, err = ks.module.Function(kernels.DispatchKernel)
+		if err == nil {
+			ks.combine, err = ks.module.Function(kernels.CombineKernel)
+		}
+		if err != nil {
+			return errors.Join(fmt.Errorf("%s: %w", v.Module(), err), ks.module.Unload())
+		}
+		b.modules[v] = ks
 	}
-	ptx, err := kernels.PTX(b.cfg.PTXDir, v)
-	if err != nil {
-		return kernelSet{}, err
-	}
-	var ks kernelSet
-	if ks.module, err = LoadModule(ptx); err != nil {
-		return kernelSet{}, fmt.Errorf("loading the LL kernels (%s): %w", v.Module(), err)
-	}
-	ks.dispatch, err = ks.module.Function(kernels.DispatchKernel)
-	if err == nil {
-		ks.combine, err = ks.module.Function(kernels.CombineKernel)
-	}
-	if err != nil {
-		return kernelSet{}, errors.Join(fmt.Errorf("%s: %w", v.Module(), err), ks.module.Unload())
-	}
-	b.modules[v] = ks
-	return ks, nil
+	b.cur = ks
+	b.curGrid = b.gridFor(v)
+	return nil
 }
 
 // Protocols names how dispatch and combine signal at the current token
 // count: inline, fenced, or lines.
 func (b *Backend) Protocols() (dispatch, combine string) {
-	v, _ := b.variant()
-	return kernels.ProtoNames[v.Dispatch], kernels.ProtoNames[v.Combine]
+	return kernels.ProtoNames[b.cur.variant.Dispatch], kernels.ProtoNames[b.cur.variant.Combine]
 }
 
 // launch runs one operation with routing j. With the fenced protocol every
@@ -446,15 +472,11 @@ func (b *Backend) launch(op int, j int, expect *uint64) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
-	ks, err := b.kernels()
-	if err != nil {
-		return err
-	}
-	v, _ := b.variant()
+	v := b.cur.variant
 	b.args.InlineProto, b.args.CombineProto = v.Dispatch, v.Combine
-	f := ks.dispatch
+	f := b.cur.dispatch
 	if op == 1 {
-		f = ks.combine
+		f = b.cur.combine
 	}
 	if (op == 0 && v.Dispatch == kernels.ProtoFenced) || (op == 1 && v.Combine == kernels.ProtoFenced) {
 		*expect++
@@ -470,9 +492,9 @@ func (b *Backend) launch(op int, j int, expect *uint64) error {
 		smem = kernels.DispatchSharedBytes(b.shape.Experts)
 	}
 	if b.clock == 0 {
-		return f.Launch(b.grid, kernels.ThreadsPerBlock, smem, b.stream, b.params)
+		return f.Launch(b.curGrid, kernels.ThreadsPerBlock, smem, b.stream, b.params)
 	}
-	g, err := f.Capture(b.grid, kernels.ThreadsPerBlock, smem, b.stream, b.params)
+	g, err := f.Capture(b.curGrid, kernels.ThreadsPerBlock, smem, b.stream, b.params)
 	if err != nil {
 		return err
 	}
@@ -498,6 +520,7 @@ func (b *Backend) dropGraphs() error {
 func (b *Backend) Dispatch(j int) error {
 	b.args.Epoch++
 	b.args.Trace = b.traceAt(b.traceD, b.callsD)
+	b.traceGrids[0][b.callsD%traceCalls] = b.curGrid
 	b.callsD++
 	return b.launch(0, j, &b.expectD)
 }
@@ -505,6 +528,7 @@ func (b *Backend) Dispatch(j int) error {
 // Combine implements bench.Backend.
 func (b *Backend) Combine(j int) error {
 	b.args.Trace = b.traceAt(b.traceC, b.callsC)
+	b.traceGrids[1][b.callsC%traceCalls] = b.curGrid
 	b.callsC++
 	return b.launch(1, j, &b.expectC)
 }

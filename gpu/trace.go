@@ -35,7 +35,7 @@ func (b *Backend) printTrace() {
 		return
 	}
 	size := traceCalls * b.traceSlot()
-	for _, k := range []struct {
+	for op, k := range []struct {
 		name   string
 		ptr    uint64
 		calls  uint64
@@ -53,9 +53,12 @@ func (b *Backend) printTrace() {
 			o := int(call%traceCalls) * b.traceSlot()
 			return raw[o : o+b.traceSlot()]
 		}
-		kernels.TraceSummary(os.Stderr, b.shape.Rank, k.name, k.phases, slot(k.calls-1), b.grid)
+		// A call's grid may be smaller than the slot's: the blocks past it
+		// hold an earlier call's stamps.
+		grid := func(call uint64) int { return b.traceGrids[op][call%traceCalls] }
+		kernels.TraceSummary(os.Stderr, b.shape.Rank, k.name, k.phases, slot(k.calls-1), grid(k.calls-1))
 		for c := k.calls - min(k.calls, traceCalls); c < k.calls; c++ {
-			start, end := kernels.TraceSpan(slot(c), b.grid)
+			start, end := kernels.TraceSpan(slot(c), grid(c))
 			fmt.Fprintf(os.Stderr, "epbench: trace rank %d %s call %d start %d end %d\n", b.shape.Rank, k.name, c, start, end)
 		}
 	}
