@@ -152,7 +152,7 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool) {
 	bindChoice(fs, "combine-mode", "", "combine `MODE`: rank_local_reduce or direct_send",
 		func() string { return c.CombineMode.String() },
 		func(s string) (err error) { c.CombineMode, err = parseCombineMode(s); return err })
-	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag), fenced (one fence and release per operation), lines (128-byte lines that carry a flag: dispatch rows, combine's partials in rank_local_reduce and expert rows in direct_send), or auto (inline up to 32 KiB of token rows per rank; above, over NVLink, lines for a BF16 dispatch and for either combine mode, else fenced)",
+	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag; up to 15 tokens per rank), fenced (one fence and release per operation), lines (128-byte lines that carry a flag: dispatch rows, combine's partials in rank_local_reduce and expert rows in direct_send), or auto (inline up to 32 KiB of token rows per rank; above, over NVLink, lines for a BF16 dispatch and for either combine mode, else fenced)",
 		func() string { return c.Protocol.String() },
 		func(s string) (err error) { c.Protocol, err = parseProtocol(s); return err })
 	bindInts("num-blocks")
@@ -289,6 +289,10 @@ func (c *Config) check(source map[string]string) error {
 	}
 	if _, err := parseProtocol(c.Protocol.String()); err != nil {
 		return usageErr("--protocol", err.Error())
+	}
+	if c.Protocol == ProtocolInline && c.Tokens > InlineMaxTokens {
+		return usageErr("--protocol", fmt.Sprintf("inline takes at most %d tokens per rank (%s), got %d; auto uses it for the smallest operations",
+			InlineMaxTokens, label("num-tokens"), c.Tokens))
 	}
 	switch c.Backend {
 	case BackendAuto, BackendCUDA, BackendCPU:

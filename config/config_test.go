@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"io"
-	"math"
 	"os"
 	"sort"
 	"strings"
@@ -115,6 +114,8 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--combine-mode", "allreduce"}, nil, `--combine-mode: unknown value "allreduce" (want rank_local_reduce or direct_send)`},
 		{[]string{"--backend", "gpu"}, nil, `--backend: unknown value "gpu" (want cuda, cpu or auto)`},
 		{[]string{"--protocol", "ll"}, nil, `--protocol: unknown value "ll" (want auto, inline, fenced or lines)`},
+		{[]string{"--protocol", "inline"}, nil, `--protocol: inline takes at most 15 tokens per rank (--num-tokens), got 128; auto uses it for the smallest operations`},
+		{[]string{"--protocol", "inline", "-t", "16"}, nil, `--protocol: inline takes at most 15 tokens per rank (--num-tokens), got 16; auto uses it for the smallest operations`},
 		{[]string{"--json="}, nil, `--json: must name a file`},
 		{[]string{"--ptx-dir", ""}, nil, `--ptx-dir: must name a directory`},
 		{[]string{"--cupti-inproc=false"}, nil, `--cupti-inproc: in-process CUPTI is the only kernel timer; use --no-kernel-timing to turn it off`},
@@ -223,7 +224,7 @@ func TestParseAccepts(t *testing.T) {
 		{[]string{"--dispatch-dtype=bf16"}, func(t *testing.T, c *Config) { equal(t, DtypeBF16, c.DispatchDtype) }},
 		{[]string{"--combine-mode", "direct_send"}, func(t *testing.T, c *Config) { equal(t, DirectSend, c.CombineMode) }},
 		{[]string{"--num-blocks", "64"}, func(t *testing.T, c *Config) { equal(t, 64, c.NumBlocks) }},
-		{[]string{"--protocol", "inline"}, func(t *testing.T, c *Config) { equal(t, ProtocolInline, c.Protocol) }},
+		{[]string{"--protocol", "inline", "-t", "15"}, func(t *testing.T, c *Config) { equal(t, ProtocolInline, c.Protocol) }},
 		{[]string{"--protocol=fenced"}, func(t *testing.T, c *Config) { equal(t, ProtocolFenced, c.Protocol) }},
 		{[]string{"--protocol=lines"}, func(t *testing.T, c *Config) { equal(t, ProtocolLines, c.Protocol) }},
 		{nil, func(t *testing.T, c *Config) { equal(t, ProtocolAuto, c.Protocol) }},
@@ -549,7 +550,10 @@ func TestProtocolInline(t *testing.T) {
 		{ProtocolAuto, 128, 7168, false},
 		{ProtocolAuto, 1, 16384, true},
 		{ProtocolAuto, 2, 16384, false},
-		{ProtocolInline, 4096, 7168, true},
+		{ProtocolAuto, 15, 128, true}, // small rows: up to InlineMaxTokens
+		{ProtocolAuto, 16, 128, false},
+		{ProtocolInline, 15, 7168, true},
+		{ProtocolInline, 16, 7168, false}, // refused by Parse
 		{ProtocolFenced, 1, 7168, false},
 		{ProtocolLines, 1, 7168, false},
 	} {
@@ -611,7 +615,8 @@ func TestProtocolInlineUpTo(t *testing.T) {
 	equal(t, 2, ProtocolAuto.InlineUpTo(7168))
 	equal(t, 0, ProtocolAuto.InlineUpTo(0))
 	equal(t, 0, ProtocolFenced.InlineUpTo(7168))
-	equal(t, math.MaxInt, ProtocolInline.InlineUpTo(7168))
+	equal(t, InlineMaxTokens, ProtocolInline.InlineUpTo(7168))
+	equal(t, InlineMaxTokens, ProtocolAuto.InlineUpTo(128))
 }
 
 func TestProtocolNamesRoundTrip(t *testing.T) {

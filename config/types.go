@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 )
 
@@ -200,15 +199,20 @@ func parseProtocol(s string) (Protocol, error) {
 // much or more, so auto keeps it to one or two tokens.
 const InlineMaxBytes = 32 << 10
 
+// InlineMaxTokens is the most tokens per rank the inline protocol takes:
+// its kernels spread every token's row over the grid and keep a table of
+// every selection in each block (kSpreadTokens - 1 in kernels/ll.cu).
+const InlineMaxTokens = 15
+
 // InlineUpTo is the most tokens per rank of `hidden` channels for which
 // operations use the inline protocol (0: none).
 func (p Protocol) InlineUpTo(hidden int) int {
 	switch p {
 	case ProtocolInline:
-		return math.MaxInt
+		return InlineMaxTokens
 	case ProtocolAuto:
 		if hidden > 0 {
-			return InlineMaxBytes / (2 * hidden)
+			return min(InlineMaxBytes/(2*hidden), InlineMaxTokens)
 		}
 	}
 	return 0

@@ -39,6 +39,11 @@ const (
 	ProtoLines  int32 = 2
 )
 
+// SpreadTokens is kSpreadTokens in ll.cu: below it a dispatch spreads
+// every token's row over the grid, and the inline protocol always does
+// (config.InlineMaxTokens is one less).
+const SpreadTokens = 16
+
 // PhaseVariant in the top byte of the error word: a kernel was launched
 // with the arguments of another variant than its module's (kPhaseVariant).
 const PhaseVariant = 3

@@ -1,6 +1,11 @@
 package kernels
 
-import "testing"
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+)
 
 func TestLinesSlotBytes(t *testing.T) {
 	for _, c := range []struct{ topk, hidden, want int }{
@@ -42,6 +47,24 @@ func TestLinesRowBytes(t *testing.T) {
 	} {
 		if got := LinesRowBytes(c.hidden); got != c.want {
 			t.Errorf("LinesRowBytes(%d) = %d, want %d", c.hidden, got, c.want)
+		}
+	}
+}
+
+// The Go mirrors of ll.cu's constants match it.
+func TestMirrorsMatchTheSource(t *testing.T) {
+	src, err := os.ReadFile("ll.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"kThreads": ThreadsPerBlock, "kSpreadTokens": SpreadTokens} {
+		m := regexp.MustCompile(`constexpr int ` + name + ` = (\d+);`).FindSubmatch(src)
+		if m == nil {
+			t.Errorf("ll.cu: no constexpr int %s", name)
+			continue
+		}
+		if got, _ := strconv.Atoi(string(m[1])); got != want {
+			t.Errorf("ll.cu: %s = %d, the Go mirror says %d", name, got, want)
 		}
 	}
 }

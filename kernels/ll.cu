@@ -390,7 +390,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
     __shared__ uint64_t peer_base[kMaxRanks];
     __shared__ int64_t rows[kMaxTopK];  // rows of the message being received
     __shared__ int nrows;
-    __shared__ int present;      // inline: the message being received exists
     __shared__ int waited_upto;  // sources of order 1..waited_upto-1 have arrived
     __shared__ int failed;
     __shared__ float gamax[16384 / kScaleBlock];  // lines, FP8: each channel group's largest magnitude
@@ -430,9 +429,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         if (threadIdx.x < K) tok_e = __ldg(a.topk_idx + (int64_t)t * K + threadIdx.x);
     };
     // For fewer than kSpreadTokens tokens the rows leave from many SMs (see
-    // the send pass), so the block holds no row.
+    // the send pass), so the block holds no row. The inline protocol always
+    // spreads: it is used for fewer tokens only (config.InlineMaxTokens).
     const bool inl = a.inline_proto == kProtoInline, lines = a.inline_proto == kProtoLines;
-    const bool spread = T < kSpreadTokens && !lines;
+    const bool spread = inl || (T < kSpreadTokens && !lines);
     if (t0 < t1 && !spread) load_x(t0);
     for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
 
@@ -535,14 +535,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
             uint2 q8;
             float scale = 0.f;
             if (a.fp8) q8 = quantize8(xv[u], half, &scale);  // a half-warp holds 128 channels
-            for (int i = 0; i < nd; i++) {
+            for (int i = 0; i < nd; i++) {  // fenced
                 if (!a.fp8) {
-                    if (inl) vec_store(islot_at(dests[i], t) + p0 + 2 * v, xv[u], flag);
-                    else reinterpret_cast<uint4*>(slot_at(dests[i], t) + hdr)[v] = xv[u];
-                } else if (inl) {
-                    uint4* m8 = islot_at(dests[i], t) + p0;
-                    unit_store(m8 + v, q8.x, q8.y, flag);
-                    if (sub == 0) unit_store(m8 + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
+                    reinterpret_cast<uint4*>(slot_at(dests[i], t) + hdr)[v] = xv[u];
                 } else {
                     uint8_t* m8 = slot_at(dests[i], t) + hdr;
                     reinterpret_cast<uint2*>(m8)[v] = q8;
@@ -1058,18 +1053,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         EPBENCH_TRACE_BY(a, 4, kWarp);
         return;
     }
+    // Fenced, many tokens: the workers of a block take one message at a time.
     for (int m = blockIdx.x; m < nmsg; m += gridDim.x) {
         const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
         wait_sources(ord + 1);
-        const uint4* islot = inline_slot(a, self, s, t);
-        if (inl && wt == 0) {
-            uint2 d;
-            if (!unit_wait(islot, flag, &d, deadline, a.err, kPhaseDispatch, s)) failed = 1;
-            present = d.x;
-        }
         workers_sync();  // also: the previous message's rows are stored
         if (failed) return;
-        if (inl && !present) continue;
         if (!traced) {
             EPBENCH_TRACE_BY(a, 3, kWarp);
             traced = true;
@@ -1079,51 +1068,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         const uint8_t* slot = dispatch_slot(a, self, s, t);
         uint4 pv[kMaxRecvVecPerThread];
         float scale = 0.f;
-        if (!inl) {
 #pragma unroll
-            for (int u = 0; u < kMaxRecvVecPerThread; u++) {
-                const int v = wt + u * kWorkers;
-                if (v < nvec) pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
-            }
-            if (a.fp8 && wt < groups) scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + wt);
-        } else {
-            // Every unit's first load in flight, then all settled together:
-            // unit 2u + h is half h of vector u (FP8: one unit per vector),
-            // the last the worker's scale.
-            const int upv = a.fp8 ? 1 : 2;  // units per vector
-            constexpr int kUnits = 2 * kMaxRecvVecPerThread + 1;
-            uint4 un[kUnits];
-            auto unit_at = [&](int i) -> const uint4* {
-                if (i == kUnits - 1) return a.fp8 && wt < groups ? islot + p0 + H / 8 + wt : nullptr;
-                const int v = wt + i / 2 * kWorkers;
-                if (v >= nvec || (i % 2 == 1 && a.fp8)) return nullptr;
-                return islot + p0 + upv * v + i % 2;
-            };
-#pragma unroll
-            for (int i = 0; i < kUnits; i++) {
-                const uint4* q = unit_at(i);
-                if (q != nullptr) un[i] = unit_load(q);
-            }
-            if (!units_settle<kUnits>([&](int i) -> uint4& { return un[i]; }, unit_at, flag, deadline, a.err,
-                                      kPhaseDispatch, [&](int) { return s; }))
-                failed = 1;
-#pragma unroll
-            for (int u = 0; u < kMaxRecvVecPerThread; u++)
-                pv[u] = a.fp8 ? make_uint4(un[2 * u].x, un[2 * u].z, 0, 0)
-                              : make_uint4(un[2 * u].x, un[2 * u].z, un[2 * u + 1].x, un[2 * u + 1].z);
-            scale = __uint_as_float(un[kUnits - 1].x);
+        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+            const int v = wt + u * kWorkers;
+            if (v < nvec) pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
         }
+        if (a.fp8 && wt < groups) scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + wt);
         if (warp == 1) {
             int e = -1, p = 0;
-            bool live = true;
-            if (!inl) {
-                live = fenced_header(a, slot, &e, &p);
-            } else if (lane < K) {
-                uint2 d;
-                if (!unit_wait(islot + 1 + lane, flag, &d, deadline, a.err, kPhaseDispatch, s)) failed = 1;
-                e = (int)d.x;
-                p = (int)d.y;
-            }
+            const bool live = fenced_header(a, slot, &e, &p);
             const bool mine = live && e >= lo && e < hi;
             const unsigned mines = __ballot_sync(0xffffffffu, mine);
             if (mine) {
@@ -1140,10 +1093,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_dispatch(co
         for (int u = 0; u < kMaxRecvVecPerThread; u++) {
             const int v = wt + u * kWorkers;
             if (v >= nvec) break;
-            for (int i = 0; i < n; i++) {
-                if (inl && a.fp8) reinterpret_cast<uint2*>(recv + rows[i] * rb)[v] = make_uint2(pv[u].x, pv[u].y);
-                else reinterpret_cast<uint4*>(recv + rows[i] * rb)[v] = pv[u];
-            }
+            for (int i = 0; i < n; i++) reinterpret_cast<uint4*>(recv + rows[i] * rb)[v] = pv[u];
         }
         if (a.fp8 && wt < groups)
             for (int i = 0; i < n; i++) a.recv_scales[rows[i] * groups + wt] = scale;

@@ -45,3 +45,16 @@ func TestChooseRefusesAnUnbuiltPair(t *testing.T) {
 		t.Fatal("a lines dispatch with a fenced combine has no module, yet was chosen")
 	}
 }
+
+// The inline protocol's limit in config fits the kernels: every inline
+// operation spreads (fewer than SpreadTokens tokens), and its table of
+// selections (kWorkers entries in ll.cu) holds every token's top-k at the
+// largest top-k the kernels take (32).
+func TestInlineLimitFitsTheKernels(t *testing.T) {
+	if config.InlineMaxTokens >= kernels.SpreadTokens {
+		t.Fatalf("config.InlineMaxTokens %d, kernels spread below %d tokens", config.InlineMaxTokens, kernels.SpreadTokens)
+	}
+	if workers := kernels.ThreadsPerBlock - 32; config.InlineMaxTokens*32 > workers {
+		t.Fatalf("%d tokens of 32 selections do not fit a table of %d", config.InlineMaxTokens, workers)
+	}
+}

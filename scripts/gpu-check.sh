@@ -102,7 +102,7 @@ for mode in rank_local_reduce direct_send; do
 	for e in 64 288; do run "-e $e $mode" 120 "$np" -V -e "$e" --combine-mode "$mode"; done
 	run "--reroute 4 $mode" 120 "$np" -V --reroute 4 --combine-mode "$mode"
 	run "-t 1 fenced $mode" 120 "$np" -V -t 1 --protocol fenced --combine-mode "$mode"
-	run "inline fp8 $mode" 120 "$np" -V --protocol inline --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
+	run "inline -t 15 fp8 $mode" 120 "$np" -V -t 15 --protocol inline --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
 	# auto over NVLink: lines for a BF16 dispatch and for either combine, fenced for an FP8 dispatch:
 	# each also the other way
 	run "fenced $mode" 120 "$np" -V --protocol fenced --combine-mode "$mode"
