@@ -628,3 +628,30 @@ func TestProtocolNamesRoundTrip(t *testing.T) {
 	}
 	equal(t, "Protocol(9)", Protocol(9).String())
 }
+
+func TestGrid(t *testing.T) {
+	auto := Default()
+	for _, c := range []struct {
+		cfg          func(*Config)
+		grid, tokens int
+		want         int
+	}{
+		{nil, 132, 1, 16}, // inline: 16 blocks per token
+		{nil, 132, 2, 32},
+		{nil, 132, 3, 132}, // lines or fenced: the set-up's grid
+		{nil, 8, 1, 8},     // never more than the set-up's
+		{func(c *Config) { c.NumBlocks = 132 }, 132, 1, 132},
+		{func(c *Config) { c.Protocol = ProtocolFenced }, 132, 1, 132},
+		{func(c *Config) { c.Protocol = ProtocolInline }, 132, 15, 132},
+		{func(c *Config) { c.Protocol = ProtocolInline }, 132, 4, 64},
+		{func(c *Config) { c.Hidden = 128 }, 132, 15, 132}, // auto inline up to 15 tokens of small rows
+	} {
+		cfg := *auto
+		if c.cfg != nil {
+			c.cfg(&cfg)
+		}
+		if got := cfg.Grid(c.grid, c.tokens); got != c.want {
+			t.Errorf("%+v: Grid(%d, %d) = %d, want %d", cfg.Protocol, c.grid, c.tokens, got, c.want)
+		}
+	}
+}

@@ -204,6 +204,23 @@ const InlineMaxBytes = 32 << 10
 // every selection in each block (kSpreadTokens - 1 in kernels/ll.cu).
 const InlineMaxTokens = 15
 
+// InlineBlocksPerToken is the automatic grid of an inline operation: 16
+// blocks per token. At one token, 16 blocks measured 0.2-0.4 us faster per
+// kernel than one per SM on one H200, and 8 blocks ~0.5 us faster at EP2
+// with earlier kernels (docs/PERF.md, kernels v16); the rows of so few
+// tokens still leave from 16 SMs per token.
+const InlineBlocksPerToken = 16
+
+// Grid is the grid of an operation of `tokens` tokens on a set-up that
+// launches `grid` blocks (--num-blocks, or one per SM): that, or without
+// --num-blocks, for an inline operation, InlineBlocksPerToken per token.
+func (c *Config) Grid(grid, tokens int) int {
+	if c.NumBlocks == 0 && c.Protocol.Inline(tokens, c.Hidden) {
+		return min(grid, InlineBlocksPerToken*tokens)
+	}
+	return grid
+}
+
 // InlineUpTo is the most tokens per rank of `hidden` channels for which
 // operations use the inline protocol (0: none).
 func (p Protocol) InlineUpTo(hidden int) int {

@@ -46,7 +46,7 @@ type Backend struct {
 	events    [4]Event
 	modules   map[kernels.Variant]kernelSet // loaded on first use
 	cur       kernelSet                     // the variant at the current token count (selectKernels)
-	curGrid   int                           // and its grid (gridFor)
+	curGrid   int                           // and its grid (config.Config.Grid)
 	params    *ParamBlock
 	args      kernels.Args
 	grid      int
@@ -404,24 +404,6 @@ func (b *Backend) variant() (kernels.Variant, error) {
 		b.cfg.DispatchDtype == config.DtypeFP8E4M3, b.cfg.CombineMode == config.DirectSend)
 }
 
-// inlineBlocksPerToken sets the automatic grid of an inline operation: 16
-// blocks per token (at most one per SM). At one token, 16 blocks measured
-// 0.2-0.4 us faster per kernel than 132 on one H200, and 8 blocks ~0.5 us
-// faster at EP2 with the v15 kernels (docs/PERF.md); the rows of so few
-// tokens still leave from 16 SMs per token.
-const inlineBlocksPerToken = 16
-
-// gridFor is the grid of the operations at the current token count: the
-// set-up's (--num-blocks, else one block per SM), or for an inline
-// operation without --num-blocks inlineBlocksPerToken per token. Every
-// rank computes the same.
-func (b *Backend) gridFor(v kernels.Variant) int {
-	if b.cfg.NumBlocks == 0 && v.Dispatch == kernels.ProtoInline {
-		return min(b.grid, inlineBlocksPerToken*b.shape.Tokens)
-	}
-	return b.grid
-}
-
 // selectKernels makes b.cur the variant of the current token count, with
 // its entries and grid, loading its module (a JIT compile of its PTX) the
 // first time. Called at set-up and whenever the token count changes, so a
@@ -451,7 +433,7 @@ func (b *Backend) selectKernels() error {
 		b.modules[v] = ks
 	}
 	b.cur = ks
-	b.curGrid = b.gridFor(v)
+	b.curGrid = b.cfg.Grid(b.grid, b.shape.Tokens)
 	return nil
 }
 
