@@ -200,9 +200,6 @@ func (b *Backend) setup(g Gatherer) error {
 	}
 
 	b.modules = map[kernels.Variant]kernelSet{}
-	if err := b.selectKernels(); err != nil {
-		return err
-	}
 	if b.stream, err = NewStream(); err != nil {
 		return err
 	}
@@ -307,11 +304,8 @@ func (b *Backend) setup(g Gatherer) error {
 		Rank:             int32(s.Rank), Ranks: int32(R), Tokens: int32(T), Hidden: int32(H), TopK: int32(K),
 		LocalEx: int32(L),
 	}
-	if cfg.CombineMode == config.DirectSend {
-		b.args.CombineMode = 1
-	}
-	if cfg.DispatchDtype == config.DtypeFP8E4M3 {
-		b.args.FP8 = 1
+	if err := b.selectKernels(); err != nil { // also the variant's fields of b.args
+		return err
 	}
 	// Peers must not start writing into this rank's memory before it is
 	// zeroed: the caller barriers before the first operation.
@@ -405,7 +399,7 @@ func (b *Backend) variant() (kernels.Variant, error) {
 }
 
 // selectKernels makes b.cur the variant of the current token count, with
-// its entries and grid, loading its module (a JIT compile of its PTX) the
+// its entries and grid, and sets the variant's fields of b.args, loading its module (a JIT compile of its PTX) the
 // first time. Called at set-up and whenever the token count changes, so a
 // launch only reads b.cur.
 func (b *Backend) selectKernels() error {
@@ -434,6 +428,7 @@ func (b *Backend) selectKernels() error {
 	}
 	b.cur = ks
 	b.curGrid = b.cfg.Grid(b.grid, b.shape.Tokens)
+	v.SetArgs(&b.args)
 	return nil
 }
 
@@ -455,7 +450,6 @@ func (b *Backend) launch(op int, j int, expect *uint64) error {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
 	v := b.cur.variant
-	b.args.InlineProto, b.args.CombineProto = v.Dispatch, v.Combine
 	f := b.cur.dispatch
 	if op == 1 {
 		f = b.cur.combine

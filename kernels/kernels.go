@@ -68,6 +68,13 @@ func (v Variant) Defines() string {
 		v.Dispatch, v.Combine, b01(v.FP8), b01(v.DirectSend))
 }
 
+// SetArgs sets the fields of a that name the variant (the kernels check
+// them against their module's).
+func (v Variant) SetArgs(a *Args) {
+	a.InlineProto, a.CombineProto = v.Dispatch, v.Combine
+	a.FP8, a.CombineMode = int32(b01(v.FP8)), int32(b01(v.DirectSend))
+}
+
 // Variants are the variants a launch can ask for, one PTX file each: every
 // dtype and combine mode with the protocol pairs the configuration allows
 // (config.Protocol): both inline, or dispatch fenced or lines and combine

@@ -105,6 +105,11 @@ func TestVariantNamesAndDefines(t *testing.T) {
 	if got, want := v.Defines(), "-DEPBENCH_DISPATCH_PROTO=0 -DEPBENCH_COMBINE_PROTO=2 -DEPBENCH_FP8=1 -DEPBENCH_COMBINE_MODE=1"; got != want {
 		t.Errorf("Defines() = %q, want %q", got, want)
 	}
+	var a Args
+	v.SetArgs(&a)
+	if a.InlineProto != ProtoFenced || a.CombineProto != ProtoLines || a.FP8 != 1 || a.CombineMode != 1 {
+		t.Errorf("SetArgs: %+v", a)
+	}
 	if got := (Variant{Dispatch: ProtoInline, Combine: ProtoInline}).Module(); got != "ll_inline_inline_bf16_rlr.ptx" {
 		t.Errorf("Module() = %q", got)
 	}
