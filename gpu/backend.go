@@ -21,9 +21,9 @@ const poisonWord = 0x7FC17FC1
 
 // kernelSet is one variant's module and its entries.
 type kernelSet struct {
-	variant           kernels.Variant
-	module            Module
-	dispatch, combine Function
+	variant kernels.Variant
+	module  Module
+	entries map[string]Function // by name: variant.Entries()
 }
 
 // TimeoutError is a kernel's bounded wait that expired.
@@ -38,26 +38,28 @@ func (e *TimeoutError) Error() string {
 
 // Backend is the CUDA implementation of bench.Backend for one rank.
 type Backend struct {
-	shape     bench.Shape
-	cfg       *config.Config
-	dev       *Device
-	transport Transport
-	stream    Stream
-	events    [4]Event
-	modules   map[kernels.Variant]kernelSet // loaded on first use
-	cur       kernelSet                     // the variant at the current token count (selectKernels)
-	curGrid   int                           // and its grid (config.Config.Grid)
-	params    *ParamBlock
-	args      kernels.Args
-	grid      int
-	capTokens int
-	nvlink    bool   // every pair of the job's GPUs is linked by NVLink (all ranks agree)
-	expectD   uint64 // fenced calls so far: each source's arrival count
-	expectC   uint64
-	callsD    uint64 // calls so far
-	callsC    uint64
-	clock     uint64     // --cuda-graph: the kernels' device clock (kernels.ClockBytes), else 0
-	graphs    [2][]Graph // --cuda-graph: dispatch and combine of each routing, captured at first use
+	shape       bench.Shape
+	cfg         *config.Config
+	dev         *Device
+	transport   Transport
+	stream      Stream
+	events      [4]Event
+	modules     map[kernels.Variant]kernelSet // loaded on first use
+	cur         kernelSet                     // the variant at the current token count (selectKernels)
+	curDispatch Function                      // its entries at that count (kernels.Variant.DispatchEntry)
+	curCombine  Function
+	curGrid     int // and its grid (config.Config.Grid)
+	params      *ParamBlock
+	args        kernels.Args
+	grid        int
+	capTokens   int
+	nvlink      bool   // every pair of the job's GPUs is linked by NVLink (all ranks agree)
+	expectD     uint64 // fenced calls so far: each source's arrival count
+	expectC     uint64
+	callsD      uint64 // calls so far
+	callsC      uint64
+	clock       uint64     // --cuda-graph: the kernels' device clock (kernels.ClockBytes), else 0
+	graphs      [2][]Graph // --cuda-graph: dispatch and combine of each routing, captured at first use
 
 	allocs []cu.DevicePtr
 	errw   *MappedWord // the kernels' error word, read by the host without a copy
@@ -399,9 +401,9 @@ func (b *Backend) variant() (kernels.Variant, error) {
 }
 
 // selectKernels makes b.cur the variant of the current token count, with
-// its entries and grid, and sets the variant's fields of b.args, loading its module (a JIT compile of its PTX) the
-// first time. Called at set-up and whenever the token count changes, so a
-// launch only reads b.cur.
+// its entries and grid, and sets the variant's fields of b.args, loading
+// its module (a JIT compile of its PTX) the first time. Called at set-up
+// and whenever the token count changes, so a launch only reads what it set.
 func (b *Backend) selectKernels() error {
 	v, err := b.variant()
 	if err != nil {
@@ -417,16 +419,19 @@ func (b *Backend) selectKernels() error {
 		if ks.module, err = LoadModule(ptx); err != nil {
 			return fmt.Errorf("loading the LL kernels (%s): %w", v.Module(), err)
 		}
-		ks.dispatch, err = ks.module.Function(kernels.DispatchKernel)
-		if err == nil {
-			ks.combine, err = ks.module.Function(kernels.CombineKernel)
-		}
-		if err != nil {
-			return errors.Join(fmt.Errorf("%s: %w", v.Module(), err), ks.module.Unload())
+		ks.entries = map[string]Function{}
+		for _, name := range v.Entries() {
+			f, err := ks.module.Function(name)
+			if err != nil {
+				return errors.Join(fmt.Errorf("%s: %w", v.Module(), err), ks.module.Unload())
+			}
+			ks.entries[name] = f
 		}
 		b.modules[v] = ks
 	}
 	b.cur = ks
+	b.curDispatch = ks.entries[v.DispatchEntry(b.shape.Tokens)]
+	b.curCombine = ks.entries[kernels.CombineKernel]
 	b.curGrid = b.cfg.Grid(b.grid, b.shape.Tokens)
 	v.SetArgs(&b.args)
 	return nil
@@ -450,9 +455,9 @@ func (b *Backend) launch(op int, j int, expect *uint64) error {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
 	v := b.cur.variant
-	f := b.cur.dispatch
+	f := b.curDispatch
 	if op == 1 {
-		f = b.cur.combine
+		f = b.curCombine
 	}
 	if (op == 0 && v.Dispatch == kernels.ProtoFenced) || (op == 1 && v.Combine == kernels.ProtoFenced) {
 		*expect++

@@ -39,13 +39,14 @@ const (
 	ProtoLines  int32 = 2
 )
 
-// SpreadTokens is kSpreadTokens in ll.cu: below it a dispatch spreads
-// every token's row over the grid, and the inline protocol always does
-// (config.InlineMaxTokens is one less).
+// SpreadTokens is kSpreadTokens in ll.cu: below it a fenced dispatch
+// spreads every token's row over the grid, and an inline one always does
+// (config.InlineMaxTokens is one less); see Variant.Spreads.
 const SpreadTokens = 16
 
 // PhaseVariant in the top byte of the error word: a kernel was launched
-// with the arguments of another variant than its module's (kPhaseVariant).
+// with the arguments of another variant than its module's, or a dispatch
+// entry with a token count it does not take (kPhaseVariant).
 const PhaseVariant = 3
 
 // TracePoints is the number of phase stamps per block (kTracePoints).

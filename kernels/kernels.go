@@ -13,15 +13,15 @@ import (
 )
 
 // Entry points. CUPTI attributes kernel time by these names: a record whose
-// name contains "dispatch" counts as dispatch, "combine" as combine.
+// name contains "dispatch" counts as dispatch, "combine" as combine. A
+// dispatch runs DispatchSpreadKernel when its variant spreads at its token
+// count (Variant.Spreads), else DispatchKernel: the two entries are the same
+// kernel with one send path each.
 const (
-	DispatchKernel = "epbench_ll_dispatch"
-	CombineKernel  = "epbench_ll_combine"
+	DispatchKernel       = "epbench_ll_dispatch"
+	DispatchSpreadKernel = "epbench_ll_dispatch_spread"
+	CombineKernel        = "epbench_ll_combine"
 )
-
-// Entries are the entry points the launcher uses, each taking one by-value
-// Args block.
-var Entries = []string{DispatchKernel, CombineKernel}
 
 // ThreadsPerBlock is the block size the kernels are written for
 // (kThreads in ll.cu).
@@ -35,6 +35,38 @@ type Variant struct {
 	Dispatch, Combine int32 // Proto*
 	FP8               bool  // dispatch carries E4M3
 	DirectSend        bool  // combine mode direct_send (else rank_local_reduce)
+}
+
+// Spreads reports whether a dispatch of `tokens` tokens in this variant
+// sends its rows spread over the grid (DispatchSpreadKernel), as spreads()
+// in ll.cu decides, which a launch of the other entry reports as an error:
+// an inline dispatch always (config.InlineMaxTokens is below SpreadTokens),
+// a fenced one below SpreadTokens tokens, a lines one never.
+func (v Variant) Spreads(tokens int) bool {
+	return v.Dispatch == ProtoInline || (v.Dispatch == ProtoFenced && tokens < SpreadTokens)
+}
+
+// Entries are the entry points of the variant's module, each taking one
+// by-value Args block: the dispatch entries of the token counts it takes
+// (both for a fenced dispatch, the spreading one for an inline dispatch, the
+// other for a lines dispatch) and the combine entry.
+func (v Variant) Entries() []string {
+	var e []string
+	if !v.Spreads(SpreadTokens) { // any count from SpreadTokens on
+		e = append(e, DispatchKernel)
+	}
+	if v.Spreads(1) {
+		e = append(e, DispatchSpreadKernel)
+	}
+	return append(e, CombineKernel)
+}
+
+// DispatchEntry is the entry point of a dispatch of `tokens` tokens.
+func (v Variant) DispatchEntry(tokens int) string {
+	if v.Spreads(tokens) {
+		return DispatchSpreadKernel
+	}
+	return DispatchKernel
 }
 
 // ProtoNames are the Proto* values' names.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -145,7 +146,12 @@ func ptxEntries(ptx []byte) map[string][]int {
 func TestPTXHasEveryLaunchedEntry(t *testing.T) {
 	for _, v := range Variants() {
 		got := ptxEntries(embeddedPTX(t, v))
-		for _, name := range Entries {
+		for name := range got {
+			if !slices.Contains(v.Entries(), name) {
+				t.Errorf("%s: entry %s, which no launch of this variant uses", v.Module(), name)
+			}
+		}
+		for _, name := range v.Entries() {
 			params, ok := got[name]
 			if !ok {
 				t.Errorf("%s: entry %s, which the launcher uses, is missing", v.Module(), name)
@@ -170,11 +176,13 @@ func TestEntryParserRejectsMismatch(t *testing.T) {
 }
 
 func TestKernelNamesAreMatchable(t *testing.T) {
-	if !strings.Contains(DispatchKernel, "dispatch") || !strings.Contains(CombineKernel, "combine") {
-		t.Fatal("CUPTI matching needs dispatch/combine in the entry names")
+	for _, name := range []string{DispatchKernel, DispatchSpreadKernel} {
+		if !strings.Contains(name, "dispatch") || strings.Contains(name, "combine") {
+			t.Errorf("%s: CUPTI must count it as dispatch, and only as dispatch", name)
+		}
 	}
-	if strings.Contains(DispatchKernel, "combine") || strings.Contains(CombineKernel, "dispatch") {
-		t.Fatal("an entry name matches both phases")
+	if !strings.Contains(CombineKernel, "combine") || strings.Contains(CombineKernel, "dispatch") {
+		t.Errorf("%s: CUPTI must count it as combine, and only as combine", CombineKernel)
 	}
 }
 

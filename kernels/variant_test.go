@@ -58,3 +58,24 @@ func TestInlineLimitFitsTheKernels(t *testing.T) {
 		t.Fatalf("%d tokens of 32 selections do not fit a table of %d", config.InlineMaxTokens, workers)
 	}
 }
+
+// The dispatch entry follows spreads() in ll.cu: inline always, fenced below
+// SpreadTokens tokens, lines never; and every inline operation config allows
+// is one the spread entry takes.
+func TestSpreads(t *testing.T) {
+	for _, c := range []struct {
+		proto  int32
+		tokens int
+		want   bool
+	}{
+		{kernels.ProtoInline, 1, true}, {kernels.ProtoInline, config.InlineMaxTokens, true},
+		{kernels.ProtoFenced, 1, true}, {kernels.ProtoFenced, kernels.SpreadTokens - 1, true},
+		{kernels.ProtoFenced, kernels.SpreadTokens, false}, {kernels.ProtoFenced, 128, false},
+		{kernels.ProtoLines, 1, false}, {kernels.ProtoLines, 128, false},
+	} {
+		v := kernels.Variant{Dispatch: c.proto, Combine: c.proto}
+		if got := v.Spreads(c.tokens); got != c.want {
+			t.Errorf("%s dispatch of %d tokens: spreads %v, want %v", kernels.ProtoNames[c.proto], c.tokens, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,734 @@
+// The LL dispatch kernel. ll.cu includes this file once per dispatch entry,
+// with EPBENCH_DISPATCH_ENTRY (the entry's name) and EPBENCH_SPREAD (1 when
+// the entry sends its rows spread over the grid, spreads() in ll.cu; else 0)
+// defined, so each entry carries only its own send path. The body is written
+// in the entry itself, not in a device function the entries call: built that
+// way with CUDA 13 the lines dispatch came out 264 SASS instructions longer
+// and 0.45 us slower at 128 tokens on one H200 (docs/PERF.md, kernels v17).
+#if !defined(EPBENCH_DISPATCH_ENTRY) || !defined(EPBENCH_SPREAD)
+#error "ll.cu includes ll_dispatch.cuh with EPBENCH_DISPATCH_ENTRY and EPBENCH_SPREAD defined"
+#endif
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY(const LLArgs args) {
+    if (!variant_ok(args, EPBENCH_SPREAD)) return;
+    const LLArgs a = clocked(args, true);
+    // Dynamic shared memory: two int arrays of E entries (DispatchSharedBytes).
+    extern __shared__ int dyn[];
+    __shared__ int dests[kMaxTopK];      // the current token's destination peers
+    __shared__ int64_t own_rows[kMaxTopK];  // its own-rank rows (expert-major row index)
+    __shared__ int ndest, nown;
+    __shared__ uint64_t peer_base[kMaxRanks];
+    __shared__ int64_t rows[kMaxTopK];  // rows of the message being received
+    __shared__ int nrows;
+    __shared__ int waited_upto;  // sources of order 1..waited_upto-1 have arrived
+    __shared__ int failed;
+    __shared__ float gamax[16384 / kScaleBlock];  // lines, FP8: each channel group's largest magnitude
+    __shared__ int lhdr[2 + 3 * kMaxTopK];        // lines: the header being sent
+    // Spread (fewer than kSpreadTokens tokens, so T * K <= kWorkers): every
+    // selection's expert, and its row among that expert's rows from here.
+    __shared__ int sel_e[kWorkers], sel_p[kWorkers];
+
+    const uint64_t deadline = global_timer() + a.timeout_ns;
+    EPBENCH_TRACE(a, 0);
+    const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts, E = R * L;
+    int* const before = dyn;     // selections of each expert by this rank's tokens before the current one
+    int* const total = dyn + E;  // selections of each expert by all this rank's tokens
+    const int vec_per_row = H / 8;  // uint4 = 8 bf16
+    const int hdr = header_bytes(K), msg = message_bytes(K, H);
+    const int rb = row_bytes(H, a.fp8), groups = H / kScaleBlock;
+    const uint64_t self = a.peers[a.rank];
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const int lo = a.rank * L, hi = lo + L;
+    const int64_t rows_per_expert = (int64_t)R * T;
+    uint8_t* const recv = reinterpret_cast<uint8_t*>(a.recv_x);
+    int t0, t1;
+    token_range(T, t0, t1);
+
+    // The block's first token row is loaded along with the routing below:
+    // thread i holds vectors i, i + kThreads, ... of the row.
+    // Lane k of warp 0 holds the token's k-th expert id.
+    uint4 xv[kMaxVecPerThread];
+    int64_t tok_e = -1;
+    auto load_x = [&](int t) {
+        const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
+#pragma unroll
+        for (int i = 0; i < kMaxVecPerThread; i++) {
+            const int v = threadIdx.x + i * kThreads;
+            if (v < vec_per_row) xv[i] = __ldg(src + v);
+        }
+        if (threadIdx.x < K) tok_e = __ldg(a.topk_idx + (int64_t)t * K + threadIdx.x);
+    };
+    // Spread, the rows leave from many SMs (see the send pass), so the block
+    // holds no row.
+    const bool inl = a.inline_proto == kProtoInline, lines = a.inline_proto == kProtoLines;
+    // spreads(a.inline_proto, T), which variant_ok checked. Not const: the
+    // optimizer still drops the other path, and the front end does not call
+    // the path after the spread one's return unreachable in the spread entry.
+    bool spread = EPBENCH_SPREAD != 0;
+    if (t0 < t1 && !spread) load_x(t0);
+    for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
+
+    // Destinations of a token (warp 0, lane k holding its k-th expert): the
+    // distinct peers, each named by the lowest lane that selects it, into
+    // dests/ndest. Returns the lane's rank (-1 for none).
+    auto find_dests = [&](int64_t e) {
+        const int q = e >= 0 && e < E ? (int)(e / L) : -1;
+        const unsigned same = __match_any_sync(0xffffffffu, q);
+        const bool lead = q >= 0 && !direct_self(a, q) && (__ffs(same) - 1) == lane;
+        const unsigned leads = __ballot_sync(0xffffffffu, lead);
+        if (lead) dests[__popc(leads & ((1u << lane) - 1u))] = q;
+        if (lane == 0) ndest = __popc(leads);
+        return q;
+    };
+    auto slot_at = [&](int q, int t) {
+        return at<uint8_t>(peer_base[q], a.off_dispatch_recv) + ((uint64_t)a.rank * T + t) * (uint64_t)msg;
+    };
+    const uint32_t flag = (uint32_t)a.epoch;
+    const uint64_t flag64 = flag;  // lines
+    const int p0 = inline_payload_unit(K);  // inline: the row's first unit in a slot
+    auto islot_at = [&](int q, int t) { return inline_slot(a, peer_base[q], a.rank, t); };
+    const int sub = threadIdx.x % 16;                               // FP8: lane in its half-warp
+    const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;  // FP8: the half-warp
+
+    // The counters are zeroed while the first round of topk_idx is loaded.
+    const int n_ids = T * K, nb = t0 * K;
+    int64_t ids[4];
+    auto load4 = [&](int i0) {
+#pragma unroll
+        for (int u = 0; u < 4; u++) ids[u] = i0 + u * kThreads < n_ids ? __ldg(a.topk_idx + i0 + u * kThreads) : -1;
+    };
+    auto count4 = [&](int i0) {
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            if (ids[u] < 0 || ids[u] >= E) continue;
+            atomicAdd(&total[ids[u]], 1);
+            if (i0 + u * kThreads < nb) atomicAdd(&before[ids[u]], 1);
+        }
+    };
+    load4(threadIdx.x);
+    for (int e = threadIdx.x; e < 2 * E; e += kThreads) dyn[e] = 0;
+    if (threadIdx.x == 0) {
+        failed = 0;
+        waited_upto = 1;
+    }
+    __syncthreads();
+
+    // --- the rows to the peers first: they need only the destinations, and
+    // stream over NVLink while the blocks count. One SM stores only ~20 GB/s
+    // over NVLink, so for fewer than kSpreadTokens tokens the rows are spread
+    // over the grid 16 vectors (one FP8 scale group) at a time (group c of all
+    // tokens' rows goes to block c % grid); otherwise each block sends its own
+    // tokens from the registers that already hold them ---
+    const int row_groups = vec_per_row / 16, all_groups = T * row_groups;
+    const int stored_blocks = min((int)gridDim.x, spread ? all_groups : T);  // blocks that store (and take a ticket)
+    for (int c = (threadIdx.x / 16) * gridDim.x + blockIdx.x; spread && c < all_groups; c += (kThreads / 16) * gridDim.x) {
+        const int t = c / row_groups, v = (c % row_groups) * 16 + sub;
+        const uint4 val = __ldg(reinterpret_cast<const uint4*>(a.x + (int64_t)t * H) + v);
+        // The token's destination peers, each once: a bit per rank.
+        uint64_t seen[kMaxRanks / 64] = {};
+        for (int k = 0; k < K; k++) {
+            const int64_t e = __ldg(a.topk_idx + (int64_t)t * K + k);
+            if (e >= 0 && e < E) {
+                const int q = (int)(e / L);
+                seen[q / 64] |= 1ull << (q % 64);
+            }
+        }
+        seen[a.rank / 64] &= ~(1ull << (a.rank % 64));
+        uint2 q8;
+        float scale = 0.f;
+        if (a.fp8) q8 = quantize8(val, half, &scale);
+        for (int w = 0; w < (R + 63) / 64; w++) {
+            for (uint64_t m = seen[w]; m; m &= m - 1) {
+                const int q = w * 64 + __ffsll((long long)m) - 1;
+                if (!a.fp8) {
+                    if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
+                    else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
+                } else if (inl) {
+                    uint4* m8 = islot_at(q, t) + p0;
+                    unit_store(m8 + v, q8.x, q8.y, flag);
+                    if (sub == 0) unit_store(m8 + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
+                } else {
+                    uint8_t* m8 = slot_at(q, t) + hdr;
+                    reinterpret_cast<uint2*>(m8)[v] = q8;
+                    if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
+                }
+            }
+        }
+    }
+    const int nhl = lines_header_lines(K), nrl = lines_row_lines(H, a.fp8);
+    for (int t = t0; !spread && !lines && t < t1; t++) {
+        if (warp == 0) find_dests(tok_e);
+        __syncthreads();
+        const int nd = ndest;
+#pragma unroll
+        for (int u = 0; u < kMaxVecPerThread; u++) {
+            const int v = threadIdx.x + u * kThreads;
+            if (v >= vec_per_row) break;
+            uint2 q8;
+            float scale = 0.f;
+            if (a.fp8) q8 = quantize8(xv[u], half, &scale);  // a half-warp holds 128 channels
+            for (int i = 0; i < nd; i++) {  // fenced
+                if (!a.fp8) {
+                    reinterpret_cast<uint4*>(slot_at(dests[i], t) + hdr)[v] = xv[u];
+                } else {
+                    uint8_t* m8 = slot_at(dests[i], t) + hdr;
+                    reinterpret_cast<uint2*>(m8)[v] = q8;
+                    if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
+                }
+            }
+        }
+        __syncthreads();  // dests is rewritten for the next token
+        if (t + 1 < t1) load_x(t + 1);
+    }
+    EPBENCH_TRACE(a, 5);
+
+    // --- count every expert's selections (every block counts all of
+    // topk_idx, so no grid-wide step is needed) ---
+    count4(threadIdx.x);
+    if (spread && threadIdx.x < n_ids) sel_e[threadIdx.x] = (int)ids[0];
+    for (int i0 = threadIdx.x + 4 * kThreads; i0 < n_ids; i0 += 4 * kThreads) {
+        load4(i0);
+        count4(i0);
+    }
+    __syncthreads();
+    // Every peer learns how many rows each of its experts gets from here.
+    if (blockIdx.x == 0) {
+        for (int q = 0; q < R; q++) {
+            if (direct_self(a, q)) continue;
+            int* c = at<int>(peer_base[q], a.off_dispatch_counts) + (int64_t)a.rank * L;
+            uint4* ic = at<uint4>(peer_base[q], a.off_inline_counts) + (int64_t)a.rank * L;
+            for (int l = threadIdx.x; l < L; l += kThreads) {
+                if (inl || lines) unit_store(ic + l, total[q * L + l], 0, flag);
+                else c[l] = total[q * L + l];
+            }
+        }
+    }
+
+    // --- the headers (warp 0), with the row of every selection in its
+    // expert's rows from here (tokens in order) ---
+    auto headers_of = [&](int t) {
+        // Experts within a token are distinct, so the lanes of one token
+        // never share a counter.
+        int64_t e = -1;
+        float w = 0.f;
+        if (lane < K) {
+            e = __ldg(a.topk_idx + (int64_t)t * K + lane);
+            w = __ldg(a.topk_w + (int64_t)t * K + lane);
+        }
+        const int q = find_dests(e);
+        int p = 0;
+        if (q >= 0) {
+            p = before[e];
+            before[e] = p + 1;
+        }
+        if (q >= 0 && direct_self(a, q)) {
+            a.src_info[(e - lo) * rows_per_expert + p] = t;
+            a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
+        }
+        __syncwarp();
+        if (lines) {
+            // The header to every peer; `present` tells whether the row comes.
+            if (lane < K) {
+                lhdr[2 + lane] = (int)e;
+                lhdr[2 + K + lane] = __float_as_int(w);
+                lhdr[2 + 2 * K + lane] = p;
+            }
+            if (lane == 0) lhdr[1] = t;
+            __syncwarp();
+            const int ln = lane / 8, part = lane % 8;
+            for (int r = 0; r < R; r++) {
+                if (direct_self(a, r)) continue;
+                bool sent = false;
+                for (int i = 0; i < ndest; i++) sent |= dests[i] == r;
+                if (ln >= nhl) continue;
+                uint32_t c[4] = {};
+#pragma unroll
+                for (int j = 0; j < 4 && part < 7; j++) {
+                    const int i = ln * 2 * kLineWords + 4 * part + j;
+                    c[j] = i == 0 ? (sent ? 1u : 0u) : i < 2 + 3 * K ? (uint32_t)lhdr[i] : 0u;
+                }
+                line_store(islot_at(r, t) + ln * 8 + part, (uint64_t)c[1] << 32 | c[0],
+                           part == 7 ? flag64 : (uint64_t)c[3] << 32 | c[2]);
+            }
+            __syncwarp();  // lhdr is rewritten for the next token
+        }
+        for (int i = 0; i < ndest && !lines; i++) {
+            if (inl) {
+                uint4* m = islot_at(dests[i], t);
+                if (lane < K) {
+                    unit_store(m + 1 + lane, (uint32_t)e, p, flag);
+                    unit_store(m + 1 + K + lane, __float_as_uint(w), 0, flag);
+                }
+                continue;
+            }
+            int* mh = reinterpret_cast<int*>(slot_at(dests[i], t));
+            if (lane == 0) {
+                mh[0] = a.epoch;
+                mh[1] = t;
+            }
+            if (lane < K) {
+                hdr_ids(mh)[lane] = (int)e;
+                hdr_w(mh, K)[lane] = w;
+                hdr_pos(mh, K)[lane] = p;
+            }
+        }
+        // Inline: every peer learns whether the token comes to it.
+        for (int r = lane; inl && r < R; r += kWarp) {
+            if (direct_self(a, r)) continue;
+            bool sent = false;
+            for (int i = 0; i < ndest; i++) sent |= dests[i] == r;
+            unit_store(islot_at(r, t), sent ? 1u : 0u, 0, flag);
+        }
+        __syncwarp();  // dests is rewritten for the next token
+    };
+    if (warp == 0 && !lines)
+        for (int t = t0; t < t1; t++) headers_of(t);
+    // Spread: the workers write the own rank's rows meanwhile, spread like
+    // the sends (group c of the rows by block c % grid, from the L1 that
+    // holds it), at rows counted here: a selection's row among its expert's
+    // rows from this rank is the number of earlier tokens that select it.
+    if (spread && warp > 0) {
+        const int i = threadIdx.x - kWarp;
+        if (i < n_ids) {
+            const int e = sel_e[i];
+            int p = 0;
+            for (int j = 0; j < i / K * K; j++) p += sel_e[j] == e;
+            sel_p[i] = p;
+        }
+        workers_sync();
+        for (int c = (i / 16) * gridDim.x + blockIdx.x; c < all_groups; c += (kWorkers / 16) * gridDim.x) {
+            const int t = c / row_groups, v = (c % row_groups) * 16 + sub;
+            const uint4 val = __ldg(reinterpret_cast<const uint4*>(a.x + (int64_t)t * H) + v);
+            uint2 q8;
+            float scale = 0.f;
+            if (a.fp8) q8 = quantize8(val, half, &scale);  // the half-warp holds the group
+            for (int k = 0; k < K; k++) {
+                const int e = sel_e[t * K + k];
+                if (e < lo || e >= hi) continue;
+                const int64_t row = (int64_t)(e - lo) * rows_per_expert + sel_p[t * K + k];
+                if (!a.fp8) {
+                    reinterpret_cast<uint4*>(recv + row * rb)[v] = val;
+                } else {
+                    reinterpret_cast<uint2*>(recv + row * rb)[v] = q8;
+                    if (sub == 0) a.recv_scales[row * groups + v / 16] = scale;
+                }
+            }
+        }
+        EPBENCH_TRACE_BY(a, 6, kWarp);
+    }
+    // Lines: each token's header goes first, so the receiver knows where its
+    // rows go while they stream in.
+    for (int t = t0; lines && t < t1; t++) {
+        if (warp == 0) headers_of(t);
+        if (a.fp8) {
+#pragma unroll
+            for (int u = 0; u < kMaxVecPerThread; u++) {
+                const int v = threadIdx.x + u * kThreads;
+                if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
+                float f[8];
+                unpack8(xv[u], f);
+                const float amax = group_amax(f, half);
+                if (sub == 0) gamax[v / 16] = amax;
+            }
+        }
+        __syncthreads();
+        const int nd = ndest;
+        const uint64_t* xw = reinterpret_cast<const uint64_t*>(a.x + (int64_t)t * H);
+        // The FP8 row's data word w as it travels.
+        auto word = [&](int w) -> uint64_t {
+            if (w < H / 8) {
+                float f[8];
+                unpack8(__ldg(reinterpret_cast<const uint4*>(xw) + w), f);
+                const uint2 q = e4m3x8(f, gamax[w / 16]);
+                return (uint64_t)q.y << 32 | q.x;
+            }
+            const int g = 2 * (w - H / 8);
+            const float s0 = g < groups ? __fdiv_rn(gamax[g], 448.f) : 0.f;
+            const float s1 = g + 1 < groups ? __fdiv_rn(gamax[g + 1], 448.f) : 0.f;
+            return (uint64_t)__float_as_uint(s1) << 32 | __float_as_uint(s0);
+        };
+        for (int q4 = warp; 4 * q4 < nrl; q4 += kWarps) {
+            __syncwarp();
+            const int ln = 4 * q4 + lane / 8;
+            if (ln >= nrl) continue;
+            const int w = line_word(ln);
+            uint64_t d0 = 0, d1 = flag64;  // part 7
+            if (w >= 0 && !a.fp8) {
+                // 16 bytes of the row (w is even, H / 4 too)
+                const uint4 v = w < H / 4 ? __ldg(reinterpret_cast<const uint4*>(xw) + w / 2) : make_uint4(0, 0, 0, 0);
+                d0 = (uint64_t)v.y << 32 | v.x;
+                d1 = (uint64_t)v.w << 32 | v.z;
+            } else if (w >= 0) {
+                d0 = word(w);
+                d1 = word(w + 1);
+            }
+            for (int i = 0; i < nd; i++) line_store(islot_at(dests[i], t) + (nhl + ln) * 8 + lane % 8, d0, d1);
+        }
+        __syncthreads();  // dests and gamax are rewritten for the next token
+        if (t + 1 < t1) load_x(t + 1);
+    }
+    __syncthreads();
+    EPBENCH_TRACE(a, 1);
+    // Warp 0 takes the block's ticket and, if last, releases the peers; then
+    // it is done. The own rank's rows are not part of the release: the
+    // workers write them while the peers' data is on its way, then go on to
+    // the receive side.
+    if (warp == 0) {
+        if (!inl && !lines && (int)blockIdx.x < stored_blocks &&
+            last_ticket(at<uint64_t>(self, a.off_dispatch_signal) + R, stored_blocks)) {
+            release_peers(a, peer_base, a.off_dispatch_signal);
+            EPBENCH_TRACE(a, 2);
+        }
+        return;
+    }
+    const int wt = threadIdx.x - kWarp;
+
+    // --- the own rank's rows (workers), at the rows warp 0 chose ---
+    // Written by the threads of warps w0 .. w0+nw-1 (all the workers, or in
+    // the lines protocol some, while the others receive).
+    auto own_rows_of_block = [&](int w0, int nw) {
+        const int n = nw * kWarp, me = threadIdx.x - w0 * kWarp;
+        const int bar = nw == kWarps - 1 ? 1 : 2;  // 1: workers_sync's
+        auto sync = [&]() { asm volatile("bar.sync %0, %1;" ::"r"(bar), "r"(n) : "memory"); };
+        for (int t = t0; t < t1; t++) {
+            if (warp == w0) {
+                int64_t e = -1;
+                if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
+                const bool mine = e >= lo && e < hi;
+                const unsigned mines = __ballot_sync(0xffffffffu, mine);
+                if (mine)
+                    own_rows[__popc(mines & ((1u << lane) - 1u))] =
+                        (e - lo) * rows_per_expert + a.row_pos[((int64_t)a.rank * T + t) * K + lane];
+                if (lane == 0) nown = __popc(mines);
+            }
+            const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
+            sync();
+            const int no = nown;
+            for (int base = 0; base < vec_per_row; base += n * kMaxRecvVecPerThread) {
+                uint4 xr[kMaxRecvVecPerThread];
+#pragma unroll
+                for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+                    const int v = base + me + u * n;
+                    if (v < vec_per_row) xr[u] = __ldg(src + v);
+                }
+#pragma unroll
+                for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+                    const int v = base + me + u * n;
+                    if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
+                    if (!a.fp8) {
+                        for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xr[u];
+                    } else {
+                        float scale;
+                        const uint2 q = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
+                        for (int i = 0; i < no; i++) {
+                            reinterpret_cast<uint2*>(recv + own_rows[i] * rb)[v] = q;
+                            if (sub == 0) a.recv_scales[own_rows[i] * groups + v / 16] = scale;
+                        }
+                    }
+                }
+            }
+            sync();  // own_rows is rewritten for the next token
+        }
+        EPBENCH_TRACE_BY(a, 6, w0 * kWarp);
+    };
+    if (!lines && !spread) own_rows_of_block(1, kWarps - 1);
+
+
+    // --- peers: the workers copy the messages this block owns (one per
+    // source token, sources in order from rank+1) to the rows their headers
+    // name; the last block also writes the layout ---
+    const int* counts = at<const int>(self, a.off_dispatch_counts);
+    const uint4* icounts = at<const uint4>(self, a.off_inline_counts);
+    const uint64_t* arrived = at<const uint64_t>(self, a.off_dispatch_signal);
+    // Waits (first worker) for the sources of order below `upto` (inline:
+    // nothing to wait for, every datum is polled).
+    auto wait_sources = [&](int upto) {
+        if (wt == 0 && !inl && !lines) {
+            for (int o = waited_upto; o < upto && !failed; o++) {
+                const int p = (a.rank + o) % R;
+                if (!wait_arrivals(arrived + p, a.expect, deadline, a.err, kPhaseDispatch, p)) failed = 1;
+                else waited_upto = o + 1;
+            }
+        }
+    };
+    // The number of rows local expert l gets from source s (false: gave up).
+    auto count_of = [&](int s, int l, int* c) {
+        if (direct_self(a, s)) {
+            *c = total[lo + l];
+            return true;
+        }
+        if (!inl && !lines) {
+            *c = __ldcg(counts + (int64_t)s * L + l);
+            return true;
+        }
+        uint2 d;
+        if (!unit_wait(icounts + (int64_t)s * L + l, flag, &d, deadline, a.err, kPhaseDispatch, s)) return false;
+        *c = (int)d.x;
+        return true;
+    };
+    // The row, among local expert l's rows, of token t's selection k at
+    // position p among those from the source of order ord (the own rank's
+    // rows come first, then the sources in order from rank+1); with record,
+    // the token and the row are kept for combine. False where a count could
+    // not be had.
+    auto place = [&](int l, int ord, int p, int t, int k, bool record, int* row) {
+        int begin = total[lo + l];
+        for (int o = 1; o < ord; o++) {
+            int c = 0;
+            if (!count_of((a.rank + o) % R, l, &c)) return false;
+            begin += c;
+        }
+        *row = begin + p;
+        if (record) {
+            a.src_info[l * rows_per_expert + *row] = t;
+            a.row_pos[((int64_t)((a.rank + ord) % R) * T + t) * K + k] = *row;
+        }
+        return true;
+    };
+    if (blockIdx.x == gridDim.x - 1) {
+        wait_sources(R);
+        workers_sync();
+        if (failed) return;
+        for (int l = wt; l < L; l += kWorkers) {
+            int64_t running = 0;
+            for (int o = 0; o < R; o++) {
+                const int s = (a.rank + o) % R;
+                int c;
+                if (!count_of(s, l, &c)) {
+                    failed = 1;
+                    break;
+                }
+                a.layout_range[(int64_t)l * R + s] = (running << 32) | (int64_t)c;
+                running += c;
+            }
+            a.recv_count[l] = (int)running;
+        }
+    }
+    const int nmsg = (R - 1) * T;
+    const int nvec = inl && a.fp8 ? H / 8 : rb / 16;  // per row: 16-byte vectors, or inline FP8 8-byte units
+    bool traced = false;
+    if (lines) {
+        // Warps 1-7 write the own rank's rows while warps 8-15 receive: one
+        // warp per (message, 16 of its row lines) polls the header lines,
+        // then its row lines, and copies each line's data as it stands to
+        // the rows the header names.
+        constexpr int kOwnWarps = 7;
+        if (warp <= kOwnWarps) {
+            own_rows_of_block(1, kOwnWarps);
+            return;
+        }
+        const int chunks = (nrl + 15) / 16;
+        const int nw = gridDim.x * (kWarps - 1 - kOwnWarps);
+        for (int item = (warp - 1 - kOwnWarps) * gridDim.x + blockIdx.x; item < nmsg * chunks; item += nw) {
+            const int m = item / chunks, c = item % chunks;
+            const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
+            const uint4* slot = inline_slot(a, self, s, t);
+            // The row lines' first loads go out with the header's.
+            uint64_t w0[4] = {}, w1[4] = {}, h0 = 0, h1 = 0;
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int ln = c * 16 + 4 * q + lane / 8;
+                if (ln < nrl) line_load(slot + (nhl + ln) * 8 + lane % 8, &w0[q], &w1[q]);
+            }
+            if (!lines_wait(slot, 0, nhl, flag64, &h0, &h1, deadline, a.err, kPhaseDispatch, s)) break;
+            if (header_int(h0, h1, 0) == 0) continue;  // the token does not come here
+            const int k = lane < K ? lane : 0;
+            const int id = header_int(h0, h1, 2 + k), pk = header_int(h0, h1, 2 + 2 * K + k);
+            const bool mine = lane < K && id >= lo && id < hi;
+            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            if (mines == 0) continue;
+            bool ok = true;
+            int64_t row = 0;
+            if (mine) {
+                int r = 0;
+                ok = place(id - lo, ord, pk, t, lane, c == 0, &r);
+                row = (int64_t)(id - lo) * rows_per_expert + r;
+            }
+            if (__any_sync(0xffffffffu, !ok)) break;
+#pragma unroll
+            for (int q = 0; q < 4 && ok; q++) {
+                if (c * 16 + 4 * q >= nrl) break;
+                ok = lines_settle(slot + nhl * 8, c * 16 + 4 * q, nrl, flag64, &w0[q], &w1[q], deadline, a.err,
+                                  kPhaseDispatch, s);
+            }
+            if (!ok) break;
+            for (unsigned mm = mines; mm; mm &= mm - 1) {
+                const int64_t r = __shfl_sync(0xffffffffu, row, __ffs(mm) - 1);
+                uint64_t* dst = reinterpret_cast<uint64_t*>(recv + r * rb);
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    const int ln = c * 16 + 4 * q + lane / 8;
+                    if (ln >= nrl) continue;
+                    const int w = line_word(ln);
+                    if (w < 0) continue;
+                    const uint4 val = make_uint4((uint32_t)w0[q], (uint32_t)(w0[q] >> 32), (uint32_t)w1[q],
+                                                 (uint32_t)(w1[q] >> 32));
+                    if (!a.fp8) {
+                        if (w < H / 4) reinterpret_cast<uint4*>(dst)[w / 2] = val;
+                    } else if (w < H / 8) {
+                        reinterpret_cast<uint4*>(dst)[w / 2] = val;
+                    } else {
+                        const int g = 2 * (w - H / 8);
+                        const uint32_t sc[4] = {val.x, val.y, val.z, val.w};
+#pragma unroll
+                        for (int j = 0; j < 4; j++)
+                            if (g + j < groups) a.recv_scales[r * groups + g + j] = __uint_as_float(sc[j]);
+                    }
+                }
+            }
+        }
+        EPBENCH_TRACE_BY(a, 4, (kOwnWarps + 1) * kWarp);  // the first receiving warp
+        return;
+    }
+    if (spread) {
+        // Few messages: each worker warp of the grid takes a slice of one
+        // message (kSliceVecs of its vectors or units), so a single token's
+        // row is received by many SMs; every such warp reads the header.
+        wait_sources(R);
+        workers_sync();
+        if (failed) return;
+        const int slices = (nvec + kSliceVecs - 1) / kSliceVecs;
+        const int nw = gridDim.x * (kWarps - 1);
+        for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < nmsg * slices; item += nw) {
+            const int m = item / slices, v0 = item % slices * kSliceVecs + lane;
+            const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
+            const uint8_t* slot = dispatch_slot(a, self, s, t);
+            const uint4* islot = inline_slot(a, self, s, t);
+            // The slice's data loads first (inline: unit 2u + h is half h of
+            // vector u, FP8 one unit per vector, the last unit the lane's
+            // scale), then the header's.
+            uint4 pv[kVecPerLane];
+            constexpr int kUnits = 2 * kVecPerLane + 1;
+            uint4 un[kUnits];
+            const int upv = a.fp8 ? 1 : 2;  // inline: units per vector
+            // FP8: the scales of the slice's channel groups, one per lane.
+            const int gps = kSliceVecs * (inl ? 8 : 16) / kScaleBlock;
+            const int g = (v0 - lane) / kSliceVecs * gps + lane;
+            const bool has_scale = a.fp8 && lane < gps && g < groups;
+            auto unit_at = [&](int i) -> const uint4* {
+                if (i == kUnits - 1) return has_scale ? islot + p0 + H / 8 + g : nullptr;
+                const int u = i / 2, v = v0 + u * kWarp;
+                if (v >= nvec || (i % 2 == 1 && a.fp8)) return nullptr;
+                return islot + p0 + upv * v + i % 2;
+            };
+#pragma unroll
+            for (int i = 0; i < kUnits; i++) {
+                const uint4* q = inl ? unit_at(i) : nullptr;
+                if (q != nullptr) un[i] = unit_load(q);
+            }
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++) {
+                const int v = v0 + u * kWarp;
+                if (!inl && v < nvec) pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
+            }
+            bool ok = true, live = true;
+            int e = -1, p = 0;
+            if (!inl) {
+                live = fenced_header(a, slot, &e, &p);
+            } else {
+                // The presence unit and the lane's header unit polled together
+                // (a token not sent here has no header this call).
+                uint4 pr = unit_load(islot), hd = make_uint4(0, 0, 0, 0);
+                if (lane < K) hd = unit_load(islot + 1 + lane);
+                for (uint32_t spins = 1;; spins++) {
+                    const bool pr_ok = pr.y == flag && pr.w == flag;
+                    if (pr_ok && (pr.x == 0 || lane >= K || (hd.y == flag && hd.w == flag))) break;
+                    if (!pr_ok) pr = unit_load(islot);
+                    if (lane < K && !(hd.y == flag && hd.w == flag)) hd = unit_load(islot + 1 + lane);
+                    if ((spins & 255) == 0 && bound_reached(deadline, a.err, kPhaseDispatch, s)) {
+                        ok = false;
+                        break;
+                    }
+                }
+                live = pr.x != 0;
+                if (live && lane < K) {
+                    e = (int)hd.x;
+                    p = (int)hd.z;
+                }
+            }
+            if (__any_sync(0xffffffffu, !ok)) return;
+            if (!__shfl_sync(0xffffffffu, live, 0)) continue;
+            const bool mine = e >= lo && e < hi;
+            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            if (mines == 0) continue;
+            int64_t row = 0;
+            if (mine) {
+                int r = 0;
+                ok = place(e - lo, ord, p, t, lane, v0 == lane, &r);  // recorded by the message's first slice
+                row = (int64_t)(e - lo) * rows_per_expert + r;
+            }
+            if (__any_sync(0xffffffffu, !ok)) return;
+            float scale = 0.f;
+            if (inl) {
+                ok = units_settle<kUnits>([&](int i) -> uint4& { return un[i]; }, unit_at, flag, deadline, a.err,
+                                          kPhaseDispatch, [&](int) { return s; });
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++)
+                    pv[u] = make_uint4(un[2 * u].x, un[2 * u].z, un[2 * u + 1].x, un[2 * u + 1].z);
+                scale = __uint_as_float(un[kUnits - 1].x);
+            } else if (has_scale) {
+                scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + g);
+            }
+            if (__any_sync(0xffffffffu, !ok)) return;
+            for (unsigned mm = mines; mm; mm &= mm - 1) {
+                const int64_t r = __shfl_sync(0xffffffffu, row, __ffs(mm) - 1);
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++) {
+                    const int v = v0 + u * kWarp;
+                    if (v >= nvec) continue;
+                    if (inl && a.fp8) reinterpret_cast<uint2*>(recv + r * rb)[v] = make_uint2(pv[u].x, pv[u].y);
+                    else reinterpret_cast<uint4*>(recv + r * rb)[v] = pv[u];
+                }
+                if (has_scale) a.recv_scales[r * groups + g] = scale;
+            }
+        }
+        EPBENCH_TRACE_BY(a, 4, kWarp);
+        return;
+    }
+    // Fenced, many tokens: the workers of a block take one message at a time.
+    for (int m = blockIdx.x; m < nmsg; m += gridDim.x) {
+        const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
+        wait_sources(ord + 1);
+        workers_sync();  // also: the previous message's rows are stored
+        if (failed) return;
+        if (!traced) {
+            EPBENCH_TRACE_BY(a, 3, kWarp);
+            traced = true;
+        }
+        // The row and the header in one round trip: the row's loads do not
+        // depend on where it goes.
+        const uint8_t* slot = dispatch_slot(a, self, s, t);
+        uint4 pv[kMaxRecvVecPerThread];
+        float scale = 0.f;
+#pragma unroll
+        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+            const int v = wt + u * kWorkers;
+            if (v < nvec) pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
+        }
+        if (a.fp8 && wt < groups) scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + wt);
+        if (warp == 1) {
+            int e = -1, p = 0;
+            const bool live = fenced_header(a, slot, &e, &p);
+            const bool mine = live && e >= lo && e < hi;
+            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            if (mine) {
+                int r = 0;
+                if (!place(e - lo, ord, p, t, lane, true, &r)) failed = 1;
+                rows[__popc(mines & ((1u << lane) - 1u))] = (int64_t)(e - lo) * rows_per_expert + r;
+            }
+            if (lane == 0) nrows = __popc(mines);
+        }
+        workers_sync();
+        if (failed) return;
+        const int n = nrows;
+#pragma unroll
+        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+            const int v = wt + u * kWorkers;
+            if (v >= nvec) break;
+            for (int i = 0; i < n; i++) reinterpret_cast<uint4*>(recv + rows[i] * rb)[v] = pv[u];
+        }
+        if (a.fp8 && wt < groups)
+            for (int i = 0; i < n; i++) a.recv_scales[rows[i] * groups + wt] = scale;
+    }
+    EPBENCH_TRACE_BY(a, 4, kWarp);
+}
