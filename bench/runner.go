@@ -132,39 +132,38 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 	if err := r.hostBarrier.Wait("barrier before the warm-up"); err != nil {
 		return nil, err
 	}
-	for i := 0; i < cfg.Warmup; i++ {
-		if err := r.pair(i % routings); err != nil {
-			return nil, fmt.Errorf("warm-up iteration %d: %w", i, err)
-		}
-		if err := r.barrier.Wait("barrier after the pair"); err != nil {
-			return nil, fmt.Errorf("warm-up iteration %d: %w", i, err)
-		}
-	}
-
-	r.kernel = kernelWindows{timer: r.Kernel}
-	if err := r.kernel.start(); err != nil {
-		return nil, fmt.Errorf("starting kernel timing: %w", err)
-	}
-	if r.BeforeTimed != nil {
-		if err := r.BeforeTimed(); err != nil {
-			return nil, err
-		}
-	}
 	if os.Getenv(HostTraceEnv) != "" {
 		r.hosts = newHostTrace(cfg.Iters)
 	}
+	// Garbage is collected once before the warm-up and the collector stays
+	// off to the end of the timed loop, so no collection (milliseconds of
+	// host work, with the GPU idle) lies between the last warm-up pair and
+	// the first timed one.
 	runtime.GC()
 	r.gcPercent = debug.SetGCPercent(-1)
-	// Starting the kernel timer and collecting garbage take each rank a
-	// different time (milliseconds at worst): without this barrier the
-	// first timed kernels of the faster rank would wait that long for the
-	// other's data inside the timed window.
-	err := r.hostBarrier.Wait("barrier before the timed loop")
+	err := r.warmUp(routings)
 	if err == nil {
-		err = r.timed(m, routings)
+		r.kernel = kernelWindows{timer: r.Kernel}
+		if err = r.kernel.start(); err != nil {
+			err = fmt.Errorf("starting kernel timing: %w", err)
+		}
+	}
+	began := false // BeforeTimed done, so AfterTimed is due
+	if err == nil && r.BeforeTimed != nil {
+		err = r.BeforeTimed()
+	}
+	if err == nil {
+		began = true
+		// Starting the kernel timer takes each rank a different time: without
+		// this barrier the first timed kernels of the faster rank would wait
+		// for the other's data inside the timed window.
+		err = r.hostBarrier.Wait("barrier before the timed loop")
+		if err == nil {
+			err = r.timed(m, routings)
+		}
 	}
 	debug.SetGCPercent(r.gcPercent)
-	if r.AfterTimed != nil {
+	if began && r.AfterTimed != nil {
 		if aerr := r.AfterTimed(); err == nil {
 			err = aerr
 		}
@@ -197,6 +196,19 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// warmUp runs the warm-up pairs, each followed by the bounded barrier.
+func (r *Run) warmUp(routings int) error {
+	for i := 0; i < r.Cfg.Warmup; i++ {
+		if err := r.pair(i % routings); err != nil {
+			return fmt.Errorf("warm-up iteration %d: %w", i, err)
+		}
+		if err := r.barrier.Wait("barrier after the pair"); err != nil {
+			return fmt.Errorf("warm-up iteration %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 func (r *Run) timed(m *Measurement, routings int) error {

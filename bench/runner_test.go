@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -18,11 +19,20 @@ type fakeBackend struct {
 	dispatches, combines int
 	poisons              int
 	poisoned             bool
+	gcAtDispatch         []int // the garbage collector's setting at each dispatch
+}
+
+// gcPercent is the garbage collector's setting (debug.SetGCPercent's).
+func gcPercent() int {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p
 }
 
 func (b *fakeBackend) Name() string { return "fake" }
 func (b *fakeBackend) Dispatch(int) error {
 	b.dispatches++
+	b.gcAtDispatch = append(b.gcAtDispatch, gcPercent())
 	b.timer.launched()
 	b.poisoned = false
 	return nil
@@ -243,5 +253,30 @@ func TestLoopArmsTimerBeforeWarmup(t *testing.T) {
 	}
 	if arms != 1 || armedAt != 0 {
 		t.Errorf("armed %d times, after %d dispatches; want once, before the warm-up", arms, armedAt)
+	}
+}
+
+// No garbage collection can fall between the warm-up and the timed loop: the
+// collector is off from the first warm-up pair to the last timed one (on one
+// H200 a collection there made the first timed pair ~15-25 us slower), and
+// restored afterwards.
+func TestLoopCollectorOffFromWarmUpToTimed(t *testing.T) {
+	needMPI(t)
+	before := gcPercent()
+	cfg := loopConfig(3, 0)
+	_, b, _, err := runLoop(cfg, -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.gcAtDispatch) != cfg.Warmup+cfg.Iters {
+		t.Fatalf("%d dispatches, want %d", len(b.gcAtDispatch), cfg.Warmup+cfg.Iters)
+	}
+	for i, p := range b.gcAtDispatch {
+		if p != -1 {
+			t.Errorf("dispatch %d ran with the collector at %d%%", i, p)
+		}
+	}
+	if after := gcPercent(); after != before {
+		t.Errorf("collector left at %d%%, was %d%%", after, before)
 	}
 }
