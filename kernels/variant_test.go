@@ -1,6 +1,7 @@
 package kernels_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/epbench/epbench/config"
@@ -76,6 +77,21 @@ func TestSpreads(t *testing.T) {
 		v := kernels.Variant{Dispatch: c.proto, Combine: c.proto}
 		if got := v.Spreads(c.tokens); got != c.want {
 			t.Errorf("%s dispatch of %d tokens: spreads %v, want %v", kernels.ProtoNames[c.proto], c.tokens, got, c.want)
+		}
+	}
+}
+
+// Every dispatch a variant can be asked for finds its entry in the module.
+func TestDispatchEntryIsInTheModule(t *testing.T) {
+	for _, v := range kernels.Variants() {
+		most := 4096
+		if v.Dispatch == kernels.ProtoInline {
+			most = config.InlineMaxTokens
+		}
+		for tokens := 1; tokens <= most; tokens++ {
+			if e := v.DispatchEntry(tokens); !slices.Contains(v.Entries(), e) {
+				t.Fatalf("%s at %d tokens: entry %s, the module has %v", v.Module(), tokens, e, v.Entries())
+			}
 		}
 	}
 }
