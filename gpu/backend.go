@@ -21,9 +21,8 @@ const poisonWord = 0x7FC17FC1
 
 // kernelSet is one variant's module and its entries.
 type kernelSet struct {
-	variant kernels.Variant
 	module  Module
-	entries map[string]Function // by name: variant.Entries()
+	entries map[string]Function // by name: the variant's Entries()
 }
 
 // TimeoutError is a kernel's bounded wait that expired.
@@ -45,7 +44,7 @@ type Backend struct {
 	stream      Stream
 	events      [4]Event
 	modules     map[kernels.Variant]kernelSet // loaded on first use
-	cur         kernelSet                     // the variant at the current token count (selectKernels)
+	curVariant  kernels.Variant               // the variant at the current token count (selectKernels)
 	curDispatch Function                      // its entries at that count (kernels.Variant.DispatchEntry)
 	curCombine  Function
 	curGrid     int // and its grid (config.Config.Grid)
@@ -400,7 +399,7 @@ func (b *Backend) variant() (kernels.Variant, error) {
 		b.cfg.DispatchDtype == config.DtypeFP8E4M3, b.cfg.CombineMode == config.DirectSend)
 }
 
-// selectKernels makes b.cur the variant of the current token count, with
+// selectKernels makes b.curVariant the variant of the current token count, with
 // its entries and grid, and sets the variant's fields of b.args, loading
 // its module (a JIT compile of its PTX) the first time. Called at set-up
 // and whenever the token count changes, so a launch only reads what it set.
@@ -415,7 +414,6 @@ func (b *Backend) selectKernels() error {
 		if err != nil {
 			return err
 		}
-		ks.variant = v
 		if ks.module, err = LoadModule(ptx); err != nil {
 			return fmt.Errorf("loading the LL kernels (%s): %w", v.Module(), err)
 		}
@@ -429,7 +427,7 @@ func (b *Backend) selectKernels() error {
 		}
 		b.modules[v] = ks
 	}
-	b.cur = ks
+	b.curVariant = v
 	b.curDispatch = ks.entries[v.DispatchEntry(b.shape.Tokens)]
 	b.curCombine = ks.entries[kernels.CombineKernel]
 	b.curGrid = b.cfg.Grid(b.grid, b.shape.Tokens)
@@ -440,7 +438,7 @@ func (b *Backend) selectKernels() error {
 // Protocols names how dispatch and combine signal at the current token
 // count: inline, fenced, or lines.
 func (b *Backend) Protocols() (dispatch, combine string) {
-	return kernels.ProtoNames[b.cur.variant.Dispatch], kernels.ProtoNames[b.cur.variant.Combine]
+	return kernels.ProtoNames[b.curVariant.Dispatch], kernels.ProtoNames[b.curVariant.Combine]
 }
 
 // launch runs one operation with routing j. With the fenced protocol every
@@ -454,7 +452,7 @@ func (b *Backend) launch(op int, j int, expect *uint64) error {
 	if j < 0 || j >= len(b.idx) {
 		return fmt.Errorf("routing %d of %d", j, len(b.idx))
 	}
-	v := b.cur.variant
+	v := b.curVariant
 	f := b.curDispatch
 	if op == 1 {
 		f = b.curCombine
