@@ -114,5 +114,5 @@ func TestCUDAGraphNeedsAGPU(t *testing.T) {
 	cfg.CUDAGraph = false
 	backend, err := chooseBackend(cfg, Options{}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, config.BackendCPU, backend)
+	assert.Equal(t, config.ComputeCPU, backend)
 }

@@ -56,18 +56,18 @@ func benchmark(args []string, opts Options) error {
 // chooseBackend resolves --backend auto (cuda where a GPU is usable) and, for
 // cuda in bin/epbench, hands the process over to the CUDA executable with
 // argv (it returns only if that fails).
-func chooseBackend(cfg *config.Config, opts Options, argv []string) (string, error) {
-	backend := cfg.Backend
-	if backend == config.BackendAuto {
-		backend = config.BackendCPU
+func chooseBackend(cfg *config.Config, opts Options, argv []string) (config.Compute, error) {
+	backend := cfg.Compute
+	if backend == config.ComputeAuto {
+		backend = config.ComputeCPU
 		if opts.CUDA != nil || gpuCount() > 0 {
-			backend = config.BackendCUDA
+			backend = config.ComputeCUDA
 		}
 	}
-	if backend == config.BackendCPU && cfg.CUDAGraph {
+	if backend == config.ComputeCPU && cfg.CUDAGraph {
 		return "", Usage(&config.UsageError{Flag: "--cuda-graph", Why: "needs the CUDA backend, and no GPU is usable here"})
 	}
-	if backend == config.BackendCUDA && opts.CUDA == nil {
+	if backend == config.ComputeCUDA && opts.CUDA == nil {
 		return "", handOver(argv)
 	}
 	return backend, nil
@@ -110,7 +110,7 @@ func loopError(err error) error {
 
 // measure is the run on an initialised MPI world; every rank returns the
 // same usage and validation verdicts.
-func measure(w *World, cfg *config.Config, backend string, opts Options, mpiMs float64) error {
+func measure(w *World, cfg *config.Config, backend config.Compute, opts Options, mpiMs float64) error {
 	if err := cfg.CheckRanks(w.Size); err != nil {
 		return Usage(err)
 	}
@@ -153,8 +153,8 @@ func measure(w *World, cfg *config.Config, backend string, opts Options, mpiMs f
 
 // openPlatform sets this rank's backend up: the GPU platform of the CUDA
 // executable, or the CPU reference.
-func openPlatform(w *World, cfg *config.Config, backend string, opts Options) (*Platform, error) {
-	if backend == config.BackendCUDA {
+func openPlatform(w *World, cfg *config.Config, backend config.Compute, opts Options) (*Platform, error) {
+	if backend == config.ComputeCUDA {
 		return opts.CUDA.Platform(w, cfg)
 	}
 	b, err := cpuref.New(w.Comm, bench.ShapeOf(cfg, w.Rank, w.Size), cfg)
@@ -196,10 +196,10 @@ func dtypeOf(cfg *config.Config) stats.DType {
 	return stats.BF16
 }
 
-func reportConfig(cfg *config.Config, ranks int, backend string, plat *Platform) report.Config {
+func reportConfig(cfg *config.Config, ranks int, backend config.Compute, plat *Platform) report.Config {
 	cupti := "enabled (kernel-level GPU timing available)"
 	switch {
-	case backend == config.BackendCPU:
+	case backend == config.ComputeCPU:
 		cupti = "not applicable (cpu backend)"
 	case !cfg.KernelTiming:
 		cupti = "disabled (--no-kernel-timing)"
@@ -212,7 +212,7 @@ func reportConfig(cfg *config.Config, ranks int, backend string, plat *Platform)
 		Algorithm: cfg.Algorithm.String(), Layout: cfg.Layout.String(), Ranks: ranks,
 		NumBlocks: cfg.NumBlocks, Tokens: cfg.Tokens, Hidden: cfg.Hidden, TopK: cfg.TopK,
 		Experts: cfg.Experts, LocalExperts: cfg.LocalExperts(ranks), Warmup: cfg.Warmup, Iters: cfg.Iters,
-		DispatchDType: cfg.DispatchDtype.String(), ProfileMode: cfg.CUPTIRegion, NVLink: backend == config.BackendCUDA,
-		Validate: cfg.Validate, CUPTI: cupti, Backend: backend, CombineMode: cfg.CombineMode.String(),
+		DispatchDType: cfg.DispatchDtype.String(), ProfileMode: cfg.CUPTIRegion, NVLink: backend == config.ComputeCUDA,
+		Validate: cfg.Validate, CUPTI: cupti, Backend: string(backend), CombineMode: cfg.CombineMode.String(),
 	}
 }

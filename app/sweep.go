@@ -181,7 +181,7 @@ func sweepCmd(args []string, opts Options) error {
 // tokenResizer is a backend that can re-target its set-up at fewer tokens.
 type tokenResizer interface{ SetTokens(t int) error }
 
-func sweep(w *World, sp *sweepSpec, cfgs []*config.Config, backend string, opts Options) error {
+func sweep(w *World, sp *sweepSpec, cfgs []*config.Config, backend config.Compute, opts Options) error {
 	for _, c := range cfgs {
 		if err := c.CheckRanks(w.Size); err != nil {
 			return Usage(err)
@@ -294,7 +294,7 @@ func isTerminal(f *os.File) bool {
 // measurePoint is one full measurement on a set-up platform: the paired
 // loop, the reductions, validation when asked. It returns the result (the
 // same on every rank) and whether validation failed anywhere.
-func measurePoint(w *World, cfg *config.Config, backend string, plat *Platform) (*report.Result, bool, error) {
+func measurePoint(w *World, cfg *config.Config, backend config.Compute, plat *Platform) (*report.Result, bool, error) {
 	shape := bench.ShapeOf(cfg, w.Rank, w.Size)
 	idx0, err := routing.TopK(cfg.Tokens, cfg.Experts, cfg.TopK, routing.GenSeed(cfg.Seed, w.Rank, w.Size, 0))
 	if err != nil {

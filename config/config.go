@@ -67,10 +67,10 @@ type Config struct {
 	TimeoutMs     int    // how long a spin-wait or barrier waits for a peer
 	Fault         Fault  // injected fault (--fault), for testing peer-failure handling
 
-	JSONPath    string // write the result as JSON here as well
-	Backend     string // BackendAuto, BackendCUDA or BackendCPU
-	PTXDir      string // development: load kernels from here instead of the embedded PTX
-	ShowVersion bool   // print the version and exit
+	JSONPath    string  // write the result as JSON here as well
+	Compute     Compute // --backend: ComputeAuto, ComputeCUDA or ComputeCPU
+	PTXDir      string  // development: load kernels from here instead of the embedded PTX
+	ShowVersion bool    // print the version and exit
 }
 
 // configInt ties an integer flag to its Config field.
@@ -184,8 +184,8 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool) {
 	bindInts("reroute", "timeout-ms")
 	bindPath(fs, &c.JSONPath, "json", "file", "also write the result as JSON to `FILE`")
 	bindChoice(fs, "backend", "", "compute `BACKEND`: cuda, cpu or auto (default auto: cuda when a GPU is usable)",
-		func() string { return c.Backend },
-		func(s string) (err error) { c.Backend, err = parseBackend(s); return err })
+		func() string { return string(c.Compute) },
+		func(s string) (err error) { c.Compute, err = parseCompute(s); return err })
 	bindPath(fs, &c.PTXDir, "ptx-dir", "directory", "development: load kernel PTX from `DIR`")
 	fs.VarP(&value{
 		kind: "fault",
@@ -273,7 +273,7 @@ func (c *Config) check(source map[string]string) error {
 	if _, err := parseAlgorithm(c.Algorithm.flagValue()); err != nil {
 		return usageErr("--algorithm", err.Error())
 	}
-	if _, err := parseLayout(c.Layout.flagValue()); err != nil {
+	if err := c.Layout.runnable(); err != nil {
 		return usageErr("--layout", err.Error())
 	}
 	for _, f := range configInts {
@@ -294,12 +294,12 @@ func (c *Config) check(source map[string]string) error {
 		return usageErr("--protocol", fmt.Sprintf("inline takes at most %d tokens per rank (%s), got %d; auto uses it for the smallest operations",
 			InlineMaxTokens, label("num-tokens"), c.Tokens))
 	}
-	switch c.Backend {
-	case BackendAuto, BackendCUDA, BackendCPU:
+	switch c.Compute {
+	case ComputeAuto, ComputeCUDA, ComputeCPU:
 	default:
-		return usageErr("--backend", fmt.Sprintf("unknown value %q (want cuda, cpu or auto)", c.Backend))
+		return usageErr("--backend", fmt.Sprintf("unknown value %q (want cuda, cpu or auto)", c.Compute))
 	}
-	if c.CUDAGraph && c.Backend == BackendCPU {
+	if c.CUDAGraph && c.Compute == ComputeCPU {
 		return usageErr("--cuda-graph", "needs the CUDA backend (the CPU reference launches no kernels)")
 	}
 	if c.TopK > c.Experts {
@@ -407,8 +407,8 @@ func (c *Config) Args() []string {
 	if c.JSONPath != "" {
 		out = append(out, "--json="+c.JSONPath)
 	}
-	if c.Backend != BackendAuto {
-		out = append(out, "--backend="+c.Backend)
+	if c.Compute != ComputeAuto {
+		out = append(out, "--backend="+string(c.Compute))
 	}
 	if c.PTXDir != "" {
 		out = append(out, "--ptx-dir="+c.PTXDir)

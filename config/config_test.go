@@ -49,7 +49,7 @@ func TestDefaults(t *testing.T) {
 	equal(t, 5000, c.TimeoutMs)
 	equal(t, 5*time.Second, c.Timeout())
 	equal(t, "", c.JSONPath)
-	equal(t, BackendAuto, c.Backend)
+	equal(t, ComputeAuto, c.Compute)
 	equal(t, "", c.PTXDir)
 	equal(t, false, c.ShowVersion)
 	noErr(t, c.Check())
@@ -246,9 +246,9 @@ func TestParseAccepts(t *testing.T) {
 		{[]string{"--timeout-ms", "250"}, func(t *testing.T, c *Config) { equal(t, 250*time.Millisecond, c.Timeout()) }},
 		{[]string{"--json", "out.json"}, func(t *testing.T, c *Config) { equal(t, "out.json", c.JSONPath) }},
 		{[]string{"--json=-"}, func(t *testing.T, c *Config) { equal(t, "-", c.JSONPath) }},
-		{[]string{"--backend", "cpu"}, func(t *testing.T, c *Config) { equal(t, BackendCPU, c.Backend) }},
-		{[]string{"--backend", "cuda"}, func(t *testing.T, c *Config) { equal(t, BackendCUDA, c.Backend) }},
-		{[]string{"--backend", "cpu", "--backend", "auto"}, func(t *testing.T, c *Config) { equal(t, BackendAuto, c.Backend) }},
+		{[]string{"--backend", "cpu"}, func(t *testing.T, c *Config) { equal(t, ComputeCPU, c.Compute) }},
+		{[]string{"--backend", "cuda"}, func(t *testing.T, c *Config) { equal(t, ComputeCUDA, c.Compute) }},
+		{[]string{"--backend", "cpu", "--backend", "auto"}, func(t *testing.T, c *Config) { equal(t, ComputeAuto, c.Compute) }},
 		{[]string{"--ptx-dir", "kernels/ptx"}, func(t *testing.T, c *Config) { equal(t, "kernels/ptx", c.PTXDir) }},
 		{[]string{"--"}, func(t *testing.T, c *Config) { equal(t, Default(), c) }},
 	}
@@ -389,7 +389,7 @@ func TestArgs(t *testing.T) {
 		DispatchDtype: DtypeFP8E4M3, CombineMode: DirectSend, NumBlocks: 24,
 		KernelTiming: false, CUPTIRegion: true, Validate: true, ValidateEvery: 3,
 		Seed: 0xFFFFFFFF, Reroute: 5, TimeoutMs: 1, JSONPath: "-weird=name.json",
-		Backend: BackendCPU, PTXDir: "--dir",
+		Compute: ComputeCPU, PTXDir: "--dir",
 	}
 	configs := []*Config{Default(), full}
 	for _, args := range [][]string{
@@ -417,12 +417,12 @@ func TestCheck(t *testing.T) {
 	errText(t, c.Check(), `--num-topk: must be at most 32, got 40`)
 
 	c = Default()
-	c.Backend = "auto"
+	c.Compute = "auto"
 	errText(t, c.Check(), `--backend: unknown value "auto" (want cuda, cpu or auto)`)
 	c = Default()
-	c.Backend, c.CUDAGraph = BackendCPU, true
+	c.Compute, c.CUDAGraph = ComputeCPU, true
 	errText(t, c.Check(), `--cuda-graph: needs the CUDA backend (the CPU reference launches no kernels)`)
-	c.Backend = BackendAuto
+	c.Compute = ComputeAuto
 	noErr(t, c.Check())
 
 	c = Default()
@@ -438,8 +438,12 @@ func TestCheck(t *testing.T) {
 	errText(t, c.Check(), `--algorithm: unknown value "1" (want ll or low-latency)`)
 
 	c = Default()
-	c.Layout = Layout(2)
-	errText(t, c.Check(), `--layout: unknown value "2" (want em or expert-major)`)
+	c.Layout = Layout(7)
+	errText(t, c.Check(), `--layout: unknown layout Layout(7)`)
+
+	c = Default()
+	c.Layout = RankMajor
+	errText(t, c.Check(), `--layout: rank-major layout is not implemented yet`)
 
 	c = Default()
 	c.Hidden, c.Validate = 128, true

@@ -39,35 +39,66 @@ func parseAlgorithm(s string) (Algorithm, error) {
 // Layout is how dispatched tokens are laid out on the receiving rank.
 type Layout int
 
-// ExpertMajor groups received tokens by local expert (ep_bench's LL
-// default); it is the zero value.
-const ExpertMajor Layout = 0
+const (
+	// ExpertMajor groups received tokens by local expert (ep_bench's LL
+	// default); it is the zero value.
+	ExpertMajor Layout = iota
+	// RankMajor groups received tokens by source rank. ep_bench's LL mode
+	// has it; epbench does not run it yet (Config.Check refuses it), other
+	// benchmarks driven by `compare --run` do.
+	RankMajor
+	// Flat is ep_bench's high-throughput layout.
+	Flat
+)
+
+// layoutNames are the header names and the flag's short and long
+// spellings, in Layout order.
+var layoutNames = [...]struct{ header, short, long string }{
+	ExpertMajor: {"expert-major", "em", "expert-major"},
+	RankMajor:   {"rank-major", "rm", "rank-major"},
+	Flat:        {"flat", "fl", "flat"},
+}
 
 // String returns the name ep_bench prints in its configuration header.
 func (l Layout) String() string {
-	if l == ExpertMajor {
-		return "expert-major"
+	if l >= 0 && int(l) < len(layoutNames) {
+		return layoutNames[l].header
 	}
 	return "Layout(" + strconv.Itoa(int(l)) + ")"
 }
 
+// Flag is ep_bench's short spelling of the layout (em, rm, fl).
+func (l Layout) Flag() string { return l.flagValue() }
+
 func (l Layout) flagValue() string {
-	if l == ExpertMajor {
-		return "em"
+	if l >= 0 && int(l) < len(layoutNames) {
+		return layoutNames[l].short
 	}
 	return strconv.Itoa(int(l))
 }
 
+// parseLayout accepts every layout ep_bench names; which of them epbench
+// runs is Config.Check's to say.
 func parseLayout(s string) (Layout, error) {
-	switch s {
-	case "em", "expert-major":
-		return ExpertMajor, nil
-	case "rm", "rank-major":
-		return 0, fmt.Errorf("rank-major layout is not implemented yet")
-	case "fl", "flat":
-		return 0, fmt.Errorf("flat layout belongs to high-throughput mode, which is not supported")
+	for l, n := range layoutNames {
+		if s == n.short || s == n.long {
+			return Layout(l), nil
+		}
 	}
 	return 0, fmt.Errorf("unknown value %q (want em or expert-major)", s)
+}
+
+// runnable says why epbench cannot run layout l, or nil.
+func (l Layout) runnable() error {
+	switch l {
+	case ExpertMajor:
+		return nil
+	case RankMajor:
+		return fmt.Errorf("rank-major layout is not implemented yet")
+	case Flat:
+		return fmt.Errorf("flat layout belongs to high-throughput mode, which is not supported")
+	}
+	return fmt.Errorf("unknown layout %v", l)
 }
 
 // DispatchDtype is the payload format of dispatched tokens. Combine always
@@ -263,21 +294,24 @@ func (p Protocol) CombineLines(tokens, hidden int, nvlink bool) bool {
 	return p == ProtocolLines || p == ProtocolAuto
 }
 
-// Backend names accepted by --backend. The empty string means automatic:
-// the caller picks CUDA when a device is usable and the CPU reference
-// otherwise.
+// Compute is what runs the operations (--backend): the CUDA kernels or the
+// CPU reference.
+type Compute string
+
+// The values of --backend. The empty string means automatic: the caller
+// picks CUDA when a device is usable and the CPU reference otherwise.
 const (
-	BackendAuto = ""
-	BackendCUDA = "cuda"
-	BackendCPU  = "cpu"
+	ComputeAuto Compute = ""
+	ComputeCUDA Compute = "cuda"
+	ComputeCPU  Compute = "cpu"
 )
 
-func parseBackend(s string) (string, error) {
+func parseCompute(s string) (Compute, error) {
 	switch s {
 	case "auto":
-		return BackendAuto, nil
-	case BackendCUDA, BackendCPU:
-		return s, nil
+		return ComputeAuto, nil
+	case string(ComputeCUDA), string(ComputeCPU):
+		return Compute(s), nil
 	}
 	return "", fmt.Errorf("unknown value %q (want cuda, cpu or auto)", s)
 }

@@ -274,7 +274,7 @@ func (b *Backend) allocate() error {
 }
 
 // Name is "cpu".
-func (b *Backend) Name() string { return config.BackendCPU }
+func (b *Backend) Name() string { return string(config.ComputeCPU) }
 
 // TopK is this rank's topk_idx of routing j, [Tokens, TopK]; the caller must
 // not modify it.
