@@ -1,6 +1,6 @@
 // Package kernels holds the CUDA C++ sources of the LL dispatch and combine
-// kernels, their PTX (one file per Variant in ptx/, built by `make ptx` with
-// CUDA 13 and embedded here), the
+// kernels, their PTX (one file per Variant in ptx/, the variants listed in
+// variants.txt, built by `make ptx` with CUDA 13 and embedded here), the
 // entry names shared by the launcher and the CUPTI name matching, and the Go
 // mirror of the kernels' argument block.
 package kernels
@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // Entry points. CUPTI attributes kernel time by these names: a record whose
@@ -94,7 +96,8 @@ func (v Variant) String() string {
 func (v Variant) Module() string { return "ll_" + v.String() + ".ptx" }
 
 // Defines are the nvcc macro definitions that build the variant
-// (scripts/ptx.sh passes the same).
+// (scripts/ptx.sh derives the same from the variant's name; the PTX stamp
+// hashes them, so their spelling is fixed).
 func (v Variant) Defines() string {
 	return fmt.Sprintf("-DEPBENCH_DISPATCH_PROTO=%d -DEPBENCH_COMBINE_PROTO=%d -DEPBENCH_FP8=%d -DEPBENCH_COMBINE_MODE=%d",
 		v.Dispatch, v.Combine, b01(v.FP8), b01(v.DirectSend))
@@ -107,23 +110,83 @@ func (v Variant) SetArgs(a *Args) {
 	a.FP8, a.CombineMode = int32(b01(v.FP8)), int32(b01(v.DirectSend))
 }
 
-// Variants are the variants a launch can ask for, one PTX file each: every
-// dtype and combine mode with the protocol pairs the configuration allows
-// (config.Protocol): both inline, or dispatch fenced or lines and combine
-// fenced or lines, except a lines dispatch with a fenced combine (lines need
-// NVLink, and over NVLink every combine above the inline size uses lines
-// when its dispatch does).
-func Variants() []Variant {
-	pairs := [][2]int32{{ProtoInline, ProtoInline}, {ProtoFenced, ProtoFenced}, {ProtoFenced, ProtoLines}, {ProtoLines, ProtoLines}}
+// variantsFile lists the variants, one name (Variant.String) a line, #
+// comments: the one list, which scripts/ptx.sh reads too (it has no Go).
+//
+//go:embed variants.txt
+var variantsFile string
+
+// variants is variantsFile parsed; variantsErr, its first error (a test
+// checks there is none).
+var variants, variantsErr = parseVariants(variantsFile)
+
+// Variants are the variants a launch can ask for, one PTX file each, in the
+// order variants.txt lists them: every dtype and combine mode with the
+// protocol pairs the configuration allows (config.Protocol): both inline, or
+// dispatch fenced or lines and combine fenced or lines, except a lines
+// dispatch with a fenced combine (lines need NVLink, and over NVLink every
+// combine above the inline size uses lines when its dispatch does).
+func Variants() []Variant { return slices.Clone(variants) }
+
+// parseVariants reads a variant list: one name a line, as Variant.String
+// spells it, blank lines and what follows a # ignored. It returns the
+// variants up to the first error.
+func parseVariants(text string) ([]Variant, error) {
 	var out []Variant
-	for _, p := range pairs {
-		for _, fp8 := range []bool{false, true} {
-			for _, ds := range []bool{false, true} {
-				out = append(out, Variant{Dispatch: p[0], Combine: p[1], FP8: fp8, DirectSend: ds})
-			}
+	seen := map[Variant]bool{}
+	for i, line := range strings.Split(text, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
 		}
+		if len(f) > 1 {
+			return out, fmt.Errorf("variants.txt:%d: %q: one name a line", i+1, line)
+		}
+		v, err := parseVariant(f[0])
+		if err != nil {
+			return out, fmt.Errorf("variants.txt:%d: %w", i+1, err)
+		}
+		if seen[v] {
+			return out, fmt.Errorf("variants.txt:%d: %s listed twice", i+1, v)
+		}
+		seen[v] = true
+		out = append(out, v)
 	}
-	return out
+	if len(out) == 0 {
+		return nil, fmt.Errorf("variants.txt lists no variant")
+	}
+	return out, nil
+}
+
+// parseVariant is the variant of a name Variant.String gives:
+// <dispatch>_<combine>_<bf16|fp8>_<rlr|ds>, the protocols by ProtoNames.
+func parseVariant(name string) (Variant, error) {
+	parts := strings.Split(name, "_")
+	if len(parts) != 4 {
+		return Variant{}, fmt.Errorf("variant %q: not <dispatch>_<combine>_<bf16|fp8>_<rlr|ds>", name)
+	}
+	var v Variant
+	for i, p := range []*int32{&v.Dispatch, &v.Combine} {
+		j := slices.Index(ProtoNames[:], parts[i])
+		if j < 0 {
+			return Variant{}, fmt.Errorf("variant %q: protocol %q is none of %v", name, parts[i], ProtoNames)
+		}
+		*p = int32(j)
+	}
+	switch parts[2] {
+	case "bf16", "fp8":
+		v.FP8 = parts[2] == "fp8"
+	default:
+		return Variant{}, fmt.Errorf("variant %q: dtype %q is neither bf16 nor fp8", name, parts[2])
+	}
+	switch parts[3] {
+	case "rlr", "ds":
+		v.DirectSend = parts[3] == "ds"
+	default:
+		return Variant{}, fmt.Errorf("variant %q: combine mode %q is neither rlr nor ds", name, parts[3])
+	}
+	return v, nil
 }
 
 // Choose is the variant of an operation: both inline when inline, else a
@@ -141,10 +204,8 @@ func Choose(inline, dispatchLines, combineLines, fp8, directSend bool) (Variant,
 			v.Combine = ProtoLines
 		}
 	}
-	for _, w := range Variants() {
-		if w == v {
-			return v, nil
-		}
+	if slices.Contains(variants, v) {
+		return v, nil
 	}
 	return v, fmt.Errorf("no kernel module is built for a %s dispatch with a %s combine", ProtoNames[v.Dispatch], ProtoNames[v.Combine])
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -223,5 +224,130 @@ func TestPTXOverride(t *testing.T) {
 	}
 	if b, _ := PTX("", v); !bytes.Equal(b, embeddedPTX(t, v)) || bytes.Equal(b, []byte("x")) {
 		t.Fatal("default is not the embedded PTX")
+	}
+}
+
+// variants.txt parses (Variants would otherwise list only its lines up to
+// the error), and each name is its variant's String.
+func TestVariantsFileParses(t *testing.T) {
+	if variantsErr != nil {
+		t.Fatal(variantsErr)
+	}
+	for _, v := range Variants() {
+		if w, err := parseVariant(v.String()); err != nil || w != v {
+			t.Errorf("%s: parsed back as %v, %v", v, w, err)
+		}
+	}
+}
+
+func TestParseVariantsRejects(t *testing.T) {
+	for _, text := range []string{
+		"",
+		"# nothing\n\n",
+		"fenced_fenced_bf16_rlr fenced_fenced_bf16_ds\n",
+		"fenced_fenced_bf16_rlr\nfenced_fenced_bf16_rlr # again\n",
+		"fenced_fenced_bf16\n",
+		"fenced_fenced_bf16_rlr_\n",
+		"fenced_tcp_bf16_rlr\n",
+		"fenced_fenced_fp16_rlr\n",
+		"fenced_fenced_bf16_direct\n",
+	} {
+		if v, err := parseVariants(text); err == nil {
+			t.Errorf("%q: parsed as %v", text, v)
+		}
+	}
+	v, err := parseVariants("# list\n  lines_lines_fp8_ds  # a comment\n\ninline_inline_bf16_rlr\n")
+	want := []Variant{{Dispatch: ProtoLines, Combine: ProtoLines, FP8: true, DirectSend: true}, {Dispatch: ProtoInline, Combine: ProtoInline}}
+	if err != nil || !slices.Equal(v, want) {
+		t.Fatalf("parsed %v, %v; want %v", v, err, want)
+	}
+}
+
+// ptxScriptDefines runs `scripts/ptx.sh --defines` from the repository root
+// root: the file and the nvcc definitions of each variant it builds.
+func ptxScriptDefines(t *testing.T, root string) ([][2]string, error) {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("SKIPPED: no bash here to run scripts/ptx.sh: its variant definitions are unchecked")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bash, filepath.Join(root, "scripts", "ptx.sh"), "--defines")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, stderr.Bytes())
+	}
+	var got [][2]string
+	for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		file, defines, ok := strings.Cut(line, "\t")
+		if !ok {
+			t.Fatalf("scripts/ptx.sh --defines: line %q", line)
+		}
+		got = append(got, [2]string{file, defines})
+	}
+	return got, nil
+}
+
+func variantDefines(vs []Variant) [][2]string {
+	var out [][2]string
+	for _, v := range vs {
+		out = append(out, [2]string{v.Module(), v.Defines()})
+	}
+	return out
+}
+
+// scripts/ptx.sh builds the variants of variants.txt, in its order, each
+// with the definitions Variant.Defines gives (which the stamp hashes).
+func TestPTXScriptBuildsTheVariants(t *testing.T) {
+	got, err := ptxScriptDefines(t, "..")
+	if err != nil {
+		t.Fatalf("scripts/ptx.sh --defines: %v", err)
+	}
+	if want := variantDefines(Variants()); !slices.Equal(got, want) {
+		t.Fatalf("scripts/ptx.sh builds\n%v\nkernels.Variants are\n%v", got, want)
+	}
+}
+
+// scripts/ptx.sh has no variant list of its own: given another
+// kernels/variants.txt it builds that list's variants, and it refuses a
+// list with a name it cannot read.
+func TestPTXScriptReadsTheVariantList(t *testing.T) {
+	script, err := os.ReadFile("../scripts/ptx.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for _, d := range []string{"scripts", "kernels"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "scripts", "ptx.sh"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	list := filepath.Join(root, "kernels", "variants.txt")
+	text := "# another list\n\n  lines_lines_fp8_ds  # indented, with a comment\nfenced_lines_bf16_rlr\ninline_inline_fp8_rlr"
+	if err := os.WriteFile(list, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := parseVariants(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ptxScriptDefines(t, root)
+	if err != nil {
+		t.Fatalf("scripts/ptx.sh --defines: %v", err)
+	}
+	if want := variantDefines(vs); !slices.Equal(got, want) {
+		t.Fatalf("with another list, scripts/ptx.sh builds\n%v\nwant\n%v", got, want)
+	}
+	for _, bad := range []string{"fenced_fenced_bf16_rlr_\n", "fenced_tcp_bf16_rlr\n", "fenced_fenced_bf16_rlr fenced_fenced_bf16_ds\n", "# none\n"} {
+		if err := os.WriteFile(list, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ptxScriptDefines(t, root); err == nil {
+			t.Errorf("scripts/ptx.sh took the list %q: %v", bad, got)
+		}
 	}
 }

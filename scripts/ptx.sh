@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Compiles kernels/ll.cu to PTX once per kernel variant (kernels.Variants:
-# the protocol pairs, each dispatch dtype and combine mode; ll.cuh says what
-# a variant fixes) into OUTDIR/ll_<dispatch>_<combine>_<bf16|fp8>_<rlr|ds>.ptx,
-# and stamps each file's first line with
+# Compiles kernels/ll.cu to PTX once per kernel variant listed in
+# kernels/variants.txt (the one list, which kernels.Variants parses too; ll.cuh
+# says what a variant fixes) into OUTDIR/ll_<name>.ptx, name being
+# <dispatch>_<combine>_<bf16|fp8>_<rlr|ds>, and stamps each file's first line
+# with
 #   // epbench-src-sha256: <hex>
 # the sha256 over the sorted kernel sources (for each: its file name, a
 # newline, its bytes) followed by "nvcc-flags: <flags>\n" and
@@ -10,10 +11,86 @@
 # nvcc) notices sources changed without new PTX, and checks that the files
 # are exactly the variants the launcher can ask for.
 # Usage: scripts/ptx.sh NVCC [OUTDIR]   (OUTDIR defaults to kernels/ptx)
+#        scripts/ptx.sh --defines       (prints each variant's file and nvcc
+#                                        definitions, tab-separated; no nvcc)
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# variant_defines NAME sets defines to the nvcc definitions of variant NAME,
+# spelled as kernels.Variant.Defines prints them (the stamp hashes them):
+# the dispatch and combine Proto* values (ll.cuh: fenced 0, inline 1,
+# lines 2), EPBENCH_FP8 1 for fp8, EPBENCH_COMBINE_MODE 1 for ds.
+variant_defines() {
+	local d c dt mode extra v
+	local -a p
+	IFS=_ read -r d c dt mode extra <<<"$1"
+	if [ -n "$extra" ] || [ "${d}_${c}_${dt}_${mode}" != "$1" ]; then
+		echo "ptx: variant $1: not <dispatch>_<combine>_<bf16|fp8>_<rlr|ds>" >&2
+		return 1
+	fi
+	for v in "$d" "$c"; do
+		case $v in
+		fenced) p+=(0) ;;
+		inline) p+=(1) ;;
+		lines) p+=(2) ;;
+		*)
+			echo "ptx: variant $1: protocol \"$v\" is none of fenced, inline, lines" >&2
+			return 1
+			;;
+		esac
+	done
+	case $dt in
+	bf16) dt=0 ;;
+	fp8) dt=1 ;;
+	*)
+		echo "ptx: variant $1: dtype \"$dt\" is neither bf16 nor fp8" >&2
+		return 1
+		;;
+	esac
+	case $mode in
+	rlr) mode=0 ;;
+	ds) mode=1 ;;
+	*)
+		echo "ptx: variant $1: combine mode \"$mode\" is neither rlr nor ds" >&2
+		return 1
+		;;
+	esac
+	defines="-DEPBENCH_DISPATCH_PROTO=${p[0]} -DEPBENCH_COMBINE_PROTO=${p[1]} -DEPBENCH_FP8=$dt -DEPBENCH_COMBINE_MODE=$mode"
+}
+
+# The variants: one name a line, blank lines and what follows a # ignored.
+names=()
+defs=()
+n=0
+while IFS= read -r line || [ -n "$line" ]; do
+	n=$((n + 1))
+	line=${line%%#*}
+	read -ra words <<<"$line"
+	case ${#words[@]} in
+	0) continue ;;
+	1) ;;
+	*)
+		echo "ptx: kernels/variants.txt:$n: one name a line" >&2
+		exit 1
+		;;
+	esac
+	variant_defines "${words[0]}" || exit 1
+	names+=("ll_${words[0]}")
+	defs+=("$defines")
+done <kernels/variants.txt
+if [ "${#names[@]}" = 0 ]; then
+	echo "ptx: kernels/variants.txt lists no variant" >&2
+	exit 1
+fi
+if [ "${1:-}" = --defines ]; then
+	for i in "${!names[@]}"; do
+		printf '%s.ptx\t%s\n' "${names[$i]}" "${defs[$i]}"
+	done
+	exit 0
+fi
+
 nvcc=${1:?NVCC}
 outdir=${2:-kernels/ptx}
-cd "$(dirname "$0")/.."
 command -v "$nvcc" >/dev/null || { echo "ptx: $nvcc not found: set NVCC or CUDA_HOME" >&2; exit 1; }
 release=$("$nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
 if [ "$release" != 13 ] && [ -z "${EPBENCH_ANY_NVCC:-}" ]; then
@@ -35,26 +112,15 @@ stamp() {
 mkdir -p "$outdir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# Proto* values (ll.cuh): fenced 0, inline 1, lines 2.
-names=(fenced inline lines)
 pids=()
-for pair in "1 1" "0 0" "0 2" "2 2"; do
-	read -r dp cp <<<"$pair"
-	for fp8 in 0 1; do
-		for ds in 0 1; do
-			dt=bf16 mode=rlr
-			[ "$fp8" = 1 ] && dt=fp8
-			[ "$ds" = 1 ] && mode=ds
-			name=ll_${names[$dp]}_${names[$cp]}_${dt}_${mode}
-			defines="-DEPBENCH_DISPATCH_PROTO=$dp -DEPBENCH_COMBINE_PROTO=$cp -DEPBENCH_FP8=$fp8 -DEPBENCH_COMBINE_MODE=$ds"
-			(
-				# shellcheck disable=SC2086
-				"$nvcc" $flags $defines -o "$tmp/$name.raw" kernels/ll.cu
-				{ printf '// epbench-src-sha256: %s\n' "$(stamp "$defines")"; cat "$tmp/$name.raw"; } >"$tmp/$name.ptx"
-			) &
-			pids+=($!)
-		done
-	done
+for i in "${!names[@]}"; do
+	name=${names[$i]} defines=${defs[$i]}
+	(
+		# shellcheck disable=SC2086
+		"$nvcc" $flags $defines -o "$tmp/$name.raw" kernels/ll.cu
+		{ printf '// epbench-src-sha256: %s\n' "$(stamp "$defines")"; cat "$tmp/$name.raw"; } >"$tmp/$name.ptx"
+	) &
+	pids+=($!)
 done
 status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
