@@ -303,7 +303,7 @@ func (b *Backend) setup(g Gatherer) error {
 		TimeoutNs:        uint64(cfg.TimeoutMs) * 1_000_000,
 		Clock:            b.clock,
 		Rank:             int32(s.Rank), Ranks: int32(R), Tokens: int32(T), Hidden: int32(H), TopK: int32(K),
-		LocalEx: int32(L),
+		LocalExperts: int32(L),
 	}
 	if err := b.selectKernels(); err != nil { // also the variant's fields of b.args
 		return err

@@ -2,29 +2,33 @@ package kernels
 
 import "encoding/binary"
 
-// Args mirrors struct LLArgs in ll.cuh field for field (pointers are device
-// addresses). Put writes it in the C layout.
+// Args mirrors struct LLArgs in ll.cuh field for field, in its order and
+// under its names (snake_case there, CamelCase here; pointers are device
+// addresses). Put writes it in the C layout; TestArgsPutMirrorsLLArgs checks
+// every field's offset and size against the struct in ll.cuh.
 type Args struct {
-	Peers, Err                                 uint64
-	X, TopkIdx, TopkW                          uint64
-	RecvX, RecvCount, SrcInfo, LayoutRange     uint64
-	RowPos, Y, Out                             uint64
-	RecvScales                                 uint64
-	Trace                                      uint64
-	OffDispatchSignal, OffCombineSignal        uint64
-	OffDispatchRecv, OffCombineRecv            uint64
-	OffDispatchCounts                          uint64
-	OffInlineDispatch, OffInlineCounts         uint64
-	OffInlineCombine                           uint64
-	Expect, TimeoutNs                          uint64
-	Clock                                      uint64 // 0, or the device clock (ClockBytes)
-	Rank, Ranks, Tokens, Hidden, TopK, LocalEx int32
-	Epoch, CombineMode                         int32
-	FP8, InlineProto                           int32
-	CombineProto, Reserved                     int32
+	Peers, Err                             uint64
+	X, TopkIdx, TopkW                      uint64
+	RecvX, RecvCount, SrcInfo, LayoutRange uint64
+	RowPos, Y, Out                         uint64
+	RecvScales                             uint64
+	Trace                                  uint64
+	OffDispatchSignal, OffCombineSignal    uint64
+	OffDispatchRecv, OffCombineRecv        uint64
+	OffDispatchCounts                      uint64
+	OffInlineDispatch, OffInlineCounts     uint64
+	OffInlineCombine                       uint64
+	Expect, TimeoutNs                      uint64
+	Clock                                  uint64 // 0, or the device clock (ClockBytes)
+	Rank, Ranks, Tokens, Hidden, TopK      int32
+	LocalExperts                           int32
+	Epoch, CombineMode                     int32
+	FP8, InlineProto                       int32
+	CombineProto, Reserved                 int32
 }
 
-// ArgsSize is sizeof(LLArgs): 25 eight-byte fields and 12 four-byte fields.
+// ArgsSize is sizeof(LLArgs): 25 eight-byte fields and 12 four-byte fields
+// (the test derives it from ll.cuh).
 const ArgsSize = 25*8 + 12*4
 
 // ClockBytes is the size of the device clock (kClockWords in ll.cuh): the
@@ -44,10 +48,26 @@ const (
 // (config.InlineMaxTokens is one less); see Variant.Spreads.
 const SpreadTokens = 16
 
-// PhaseVariant in the top byte of the error word: a kernel was launched
-// with the arguments of another variant than its module's, or a dispatch
-// entry with a token count it does not take (kPhaseVariant).
-const PhaseVariant = 3
+// The phase in the top byte of the error word (kPhase* in ll.cuh).
+const (
+	// PhaseDispatch: a dispatch's wait for a peer timed out.
+	PhaseDispatch = 1
+	// PhaseCombine: a combine's wait for a peer timed out.
+	PhaseCombine = 2
+	// PhaseVariant: a kernel was launched with the arguments of another
+	// variant than its module's, or a dispatch entry with a token count it
+	// does not take. No peer goes with it.
+	PhaseVariant = 3
+)
+
+// DecodeError splits the kernels' error word (LLArgs.err) into its phase
+// (Phase*) and peer: a timed-out wait records (phase << 24) | (peer + 1),
+// peer being the rank it waited for; a variant error records
+// PhaseVariant << 24, which gives peer -1. The word 0 (no error) gives
+// phase 0, peer -1.
+func DecodeError(w uint32) (phase, peer int) {
+	return int(w >> 24), int(w&0xFFFFFF) - 1
+}
 
 // TracePoints is the number of phase stamps per block (kTracePoints).
 const TracePoints = 8
@@ -66,7 +86,7 @@ func (a *Args) Put(b []byte) {
 		le.PutUint64(b[o:], v)
 		o += 8
 	}
-	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalEx, a.Epoch, a.CombineMode, a.FP8, a.InlineProto, a.CombineProto, a.Reserved} {
+	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalExperts, a.Epoch, a.CombineMode, a.FP8, a.InlineProto, a.CombineProto, a.Reserved} {
 		le.PutUint32(b[o:], uint32(v))
 		o += 4
 	}

@@ -1,9 +1,15 @@
 package kernels
 
 import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -51,20 +57,237 @@ func TestLinesRowBytes(t *testing.T) {
 	}
 }
 
-// The Go mirrors of ll.cu's constants match it.
+// The Go mirrors of the kernels' constants (constexpr int in ll.cu and
+// ll.cuh) match them, each checked by its C name.
 func TestMirrorsMatchTheSource(t *testing.T) {
-	src, err := os.ReadFile("ll.cu")
+	consts := map[string]int{}
+	for _, file := range []string{"ll.cuh", "ll.cu"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^constexpr int (\w+) = (-?\d+);`).FindAllSubmatch(src, -1) {
+			name := string(m[1])
+			if _, dup := consts[name]; dup {
+				t.Errorf("%s: constexpr int %s defined twice", file, name)
+			}
+			consts[name], _ = strconv.Atoi(string(m[2]))
+		}
+	}
+	for name, want := range map[string]int{
+		"kThreads":       ThreadsPerBlock,
+		"kSpreadTokens":  SpreadTokens,
+		"kTracePoints":   TracePoints,
+		"kClockWords":    ClockBytes / 8,
+		"kProtoFenced":   int(ProtoFenced),
+		"kProtoInline":   int(ProtoInline),
+		"kProtoLines":    int(ProtoLines),
+		"kPhaseDispatch": PhaseDispatch,
+		"kPhaseCombine":  PhaseCombine,
+		"kPhaseVariant":  PhaseVariant,
+	} {
+		got, ok := consts[name]
+		if !ok {
+			t.Errorf("ll.cu, ll.cuh: no constexpr int %s", name)
+			continue
+		}
+		if got != want {
+			t.Errorf("%s = %d in the kernels, the Go mirror says %d", name, got, want)
+		}
+	}
+}
+
+// The error word is written as DecodeError reads it: (phase << 24) |
+// (peer + 1) by a timed-out wait, kPhaseVariant << 24 by a variant check.
+func TestDecodeError(t *testing.T) {
+	for file, form := range map[string]string{"ll.cuh": "(phase << 24) | (peer + 1)", "ll.cu": "kPhaseVariant << 24"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(src), form) {
+			t.Errorf("%s no longer writes the error word as %s: update DecodeError", file, form)
+		}
+	}
+	for _, c := range []struct {
+		w           uint32
+		phase, peer int
+	}{
+		{0, 0, -1},
+		{PhaseDispatch<<24 | (0 + 1), PhaseDispatch, 0},
+		{PhaseCombine<<24 | (255 + 1), PhaseCombine, 255},
+		{PhaseDispatch<<24 | 0xFFFFFF, PhaseDispatch, 0xFFFFFE},
+		{PhaseVariant << 24, PhaseVariant, -1},
+	} {
+		if phase, peer := DecodeError(c.w); phase != c.phase || peer != c.peer {
+			t.Errorf("DecodeError(%#x) = %d, %d, want %d, %d", c.w, phase, peer, c.phase, c.peer)
+		}
+	}
+}
+
+// cField is one field of a C struct: its name, offset and size.
+type cField struct {
+	name         string
+	offset, size int
+}
+
+var (
+	cCommentRE = regexp.MustCompile(`(?s)//[^\n]*|/\*.*?\*/`)
+	cFieldRE   = regexp.MustCompile(`^(?:const\s+)?(\w+)\s*(\*?)\s*(\w+)$`)
+)
+
+// parseCStruct lays out `struct name { ... };` of a C++ source as the
+// compiler does for its fields: pointers (of any type), uint64_t and int64_t
+// of 8 bytes, int32_t of 4, each at its natural alignment. It returns the
+// fields in order and sizeof the struct.
+func parseCStruct(src, name string) ([]cField, int, error) {
+	m := regexp.MustCompile(`(?s)\bstruct ` + name + ` \{(.*?)\n\};`).FindStringSubmatch(src)
+	if m == nil {
+		return nil, 0, fmt.Errorf("no struct %s { ... };", name)
+	}
+	var fields []cField
+	off, align := 0, 1
+	for _, decl := range strings.Split(cCommentRE.ReplaceAllString(m[1], ""), ";") {
+		decl = strings.Join(strings.Fields(decl), " ")
+		if decl == "" {
+			continue
+		}
+		d := cFieldRE.FindStringSubmatch(decl)
+		if d == nil {
+			return nil, 0, fmt.Errorf("struct %s: cannot lay out %q", name, decl)
+		}
+		size := 0
+		switch {
+		case d[2] == "*":
+			size = 8
+		case d[1] == "uint64_t" || d[1] == "int64_t":
+			size = 8
+		case d[1] == "int32_t":
+			size = 4
+		default:
+			return nil, 0, fmt.Errorf("struct %s: field %s of type %s, of no known size", name, d[3], d[1])
+		}
+		off = (off + size - 1) / size * size
+		fields = append(fields, cField{d[3], off, size})
+		off += size
+		align = max(align, size)
+	}
+	return fields, (off + align - 1) / align * align, nil
+}
+
+func TestParseCStruct(t *testing.T) {
+	src := "struct S {\n    int32_t a;   // x; y\n    const float* p;\n  /* int32_t no; */ int64_t b_c;\n    int32_t d;\n};\n"
+	fields, size, err := parseCStruct(src, "S")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]int{"kThreads": ThreadsPerBlock, "kSpreadTokens": SpreadTokens} {
-		m := regexp.MustCompile(`constexpr int ` + name + ` = (\d+);`).FindSubmatch(src)
-		if m == nil {
-			t.Errorf("ll.cu: no constexpr int %s", name)
+	want := []cField{{"a", 0, 4}, {"p", 8, 8}, {"b_c", 16, 8}, {"d", 24, 4}}
+	if !slices.Equal(fields, want) || size != 32 {
+		t.Fatalf("parsed %v, size %d; want %v, size 32", fields, size, want)
+	}
+	if _, _, err := parseCStruct("struct S {\n    double d;\n};\n", "S"); err == nil {
+		t.Fatal("a field of unknown size was laid out")
+	}
+	if _, _, err := parseCStruct(src, "T"); err == nil {
+		t.Fatal("a missing struct was found")
+	}
+}
+
+// goFieldName is the Go mirror's name of C field c: snake_case to CamelCase
+// compared without case (topk is TopK, fp8 is FP8), so it is found among
+// names by folding.
+func goFieldName(c string, names []string) (string, bool) {
+	for _, n := range names {
+		if strings.EqualFold(strings.ReplaceAll(c, "_", ""), n) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// Args mirrors struct LLArgs (ll.cuh) field for field: each field set alone
+// to a sentinel, Put writes exactly its little-endian bytes at the C offset
+// of the C field of its name, and nothing else; every C field has its Go
+// field and every Go field its C one, in the same order; ArgsSize is
+// sizeof(LLArgs).
+func TestArgsPutMirrorsLLArgs(t *testing.T) {
+	src, err := os.ReadFile("ll.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields, size, err := parseCStruct(string(src), "LLArgs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size != ArgsSize {
+		t.Fatalf("sizeof(LLArgs) is %d, ArgsSize %d", size, ArgsSize)
+	}
+	typ := reflect.TypeOf(Args{})
+	var names []string
+	for i := range typ.NumField() {
+		n := typ.Field(i).Name
+		if _, dup := goFieldName(n, names); dup {
+			t.Fatalf("Args.%s: two fields of one name but for case", n)
+		}
+		names = append(names, n)
+	}
+	mirrored := map[string]bool{}
+	order := 0
+	for i, c := range fields {
+		n, ok := goFieldName(c.name, names)
+		if !ok {
+			t.Errorf("LLArgs.%s has no Go mirror in Args", c.name)
 			continue
 		}
-		if got, _ := strconv.Atoi(string(m[1])); got != want {
-			t.Errorf("ll.cu: %s = %d, the Go mirror says %d", name, got, want)
+		mirrored[n] = true
+		f, _ := typ.FieldByName(n)
+		if f.Index[0] < order {
+			t.Errorf("Args.%s is declared out of LLArgs' order", n)
+		}
+		order = f.Index[0]
+		if int(f.Type.Size()) != c.size {
+			t.Errorf("Args.%s is %s, LLArgs.%s %d bytes", n, f.Type, c.name, c.size)
+			continue
+		}
+		// A sentinel of every byte nonzero, the first one the field's number.
+		want := make([]byte, c.size)
+		want[0] = byte(i + 1)
+		for j := 1; j < c.size; j++ {
+			want[j] = byte(0x80 + j)
+		}
+		var a Args
+		v := reflect.ValueOf(&a).Elem().FieldByIndex(f.Index)
+		switch f.Type.Kind() {
+		case reflect.Uint64:
+			v.SetUint(binary.LittleEndian.Uint64(want))
+		case reflect.Int32:
+			v.SetInt(int64(int32(binary.LittleEndian.Uint32(want))))
+		default:
+			t.Errorf("Args.%s is %s: Put writes uint64 and int32 fields", n, f.Type)
+			continue
+		}
+		b := make([]byte, ArgsSize+16) // past the end: nothing
+		a.Put(b)
+		exp := make([]byte, len(b))
+		copy(exp[c.offset:], want)
+		if !bytes.Equal(b, exp) {
+			where := "did not write it whole"
+			if at := bytes.Index(b, want); at >= 0 {
+				where = fmt.Sprintf("wrote it at offset %d", at)
+			}
+			var stray []int
+			for o := range b {
+				if b[o] != 0 && (o < c.offset || o >= c.offset+c.size) {
+					stray = append(stray, o)
+				}
+			}
+			t.Errorf("Args.%s (LLArgs.%s, %d bytes at offset %d): Put %s (bytes set outside the field: %v)",
+				n, c.name, c.size, c.offset, where, stray)
+		}
+	}
+	for _, n := range names {
+		if !mirrored[n] {
+			t.Errorf("Args.%s mirrors no field of LLArgs", n)
 		}
 	}
 }
