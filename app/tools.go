@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/epbench/epbench/config"
-	"github.com/epbench/epbench/driver"
 	"github.com/epbench/epbench/plot"
 	"github.com/epbench/epbench/report"
 	"github.com/epbench/epbench/routing"
+	"github.com/epbench/epbench/sidebyside"
 )
 
 // routingCmd prints one rank's topk_idx exactly as ep_bench draws it: one
@@ -71,11 +71,11 @@ problem and compares their outputs (see epbench compare --run --help).
 `
 
 // compareCmd prints the unified comparison table of summary files; with
-// --run it runs the benchmarks first (package driver).
+// --run it runs the benchmarks first (package sidebyside).
 func compareCmd(args []string, stdout io.Writer) error {
-	if driver.Requested(args) {
-		err := driver.Main(args, driver.Env{Stdout: stdout, Stderr: os.Stderr, GPUCount: gpuCount})
-		if driver.IsUsage(err) {
+	if sidebyside.Requested(args) {
+		err := sidebyside.Main(args, sidebyside.Env{Stdout: stdout, Stderr: os.Stderr, GPUCount: gpuCount})
+		if sidebyside.IsUsage(err) {
 			return Usage(err)
 		}
 		if err != nil {

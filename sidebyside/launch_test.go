@@ -1,4 +1,4 @@
-package driver
+package sidebyside
 
 import (
 	"os"
@@ -35,7 +35,7 @@ func commandsFor(t *testing.T, args ...string) (*Options, map[string]Command) {
 	cmds := map[string]Command{}
 	hf := newHostfile(o, "/tmp/epbench-hostfile")
 	for _, name := range o.Libs {
-		cmds[name] = o.command(backends[name], hf, os.LookupEnv)
+		cmds[name] = o.command(programs[name], hf, os.LookupEnv)
 	}
 	return o, cmds
 }
@@ -126,7 +126,7 @@ func TestCommandsWithHPCX(t *testing.T) {
 	o, err := Parse([]string{"--run", "--dry-run", "--ep-lib", "both", "--hpcx", hpcx, "--nproc-per-node", "2",
 		"--epbench", "/e/epbench", "--nccl-ep-bench", ncclBench}, Env{})
 	require.NoError(t, err)
-	nccl := o.command(backends["nccl-ep"], nil, os.LookupEnv)
+	nccl := o.command(programs["nccl-ep"], nil, os.LookupEnv)
 	assert.Equal(t, filepath.Join(hpcx, "ompi/bin/mpirun"), nccl.Argv[0])
 	assert.Equal(t, []string{
 		"OPAL_PREFIX=" + hpcx + "/ompi",
@@ -135,7 +135,7 @@ func TestCommandsWithHPCX(t *testing.T) {
 			hpcx + "/ucc/lib:/usr/lib/mpi",
 	}, nccl.Env[:3], "the NCCL build first, then HPC-X, then what was there")
 	assert.Contains(t, strings.Join(nccl.Argv, " "), "-x LD_LIBRARY_PATH -x PATH -x OPAL_PREFIX -x NCCL_NVLS_ENABLE")
-	ep := o.command(backends["epbench"], nil, os.LookupEnv)
+	ep := o.command(programs["epbench"], nil, os.LookupEnv)
 	assert.Equal(t, "OPAL_PREFIX="+hpcx+"/ompi", ep.Env[0])
 }
 

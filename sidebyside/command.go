@@ -1,12 +1,12 @@
-package driver
+package sidebyside
 
 import (
 	"strings"
 )
 
-// Command is one process the driver starts: no shell is involved, Argv[0] is
-// looked up in PATH when it has no slash, and Env is set on top of the
-// driver's own environment.
+// Command is one process "compare --run" starts: no shell is involved,
+// Argv[0] is looked up in PATH when it has no slash, and Env is set on top
+// of epbench's own environment.
 type Command struct {
 	Env  []string // "NAME=value", in the order they were first set
 	Argv []string
@@ -29,7 +29,7 @@ func (c Command) String() string {
 	return strings.Join(words, " ")
 }
 
-// environ is the driver's environment with Env applied, later entries
+// environ is epbench's environment with Env applied, later entries
 // replacing earlier ones of the same name.
 func (c Command) environ(base []string) []string {
 	set := make(map[string]bool, len(c.Env))
@@ -75,7 +75,7 @@ func isPlain(r rune) bool {
 	return strings.ContainsRune("@%+=:,./_-", r)
 }
 
-// environment is what a launch sets on top of the driver's environment, in
+// environment is what a launch sets on top of epbench's environment, in
 // the order names were first set, so a command prints the same way each time.
 type environment struct {
 	lookup func(string) (string, bool)

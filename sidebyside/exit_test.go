@@ -1,4 +1,4 @@
-package driver_test
+package sidebyside_test
 
 import (
 	"os"
@@ -14,7 +14,7 @@ import (
 
 // The exit codes of "epbench compare --run" as the command returns them:
 // 2 for every refused input (injection attempts included), 1 when a
-// backend failed, 0 when every backend produced a summary.
+// program failed, 0 when every program produced a summary.
 func TestExitCodes(t *testing.T) {
 	for _, n := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"} {
 		if _, ok := os.LookupEnv(n); ok {
@@ -57,5 +57,5 @@ func TestExitCodes(t *testing.T) {
 	}
 	launch := append(append([]string{}, common...), "--mpirun-args", "--oversubscribe", "--ep-lib", "both")
 	assert.Equal(t, app.ExitOK, app.Main(append(launch, "--nccl-ep-bench", ok), app.Options{}), "both produced a summary")
-	assert.Equal(t, app.ExitRuntime, app.Main(append(launch, "--nccl-ep-bench", fail), app.Options{}), "one backend failed")
+	assert.Equal(t, app.ExitRuntime, app.Main(append(launch, "--nccl-ep-bench", fail), app.Options{}), "one program failed")
 }

@@ -1,4 +1,4 @@
-package driver
+package sidebyside
 
 import (
 	"os"
@@ -170,7 +170,7 @@ func TestParseRejects(t *testing.T) {
 		{[]string{"--ep-lib", "epbench", "--mpirun", "no-such-mpirun-here"}, "--mpirun: no-such-mpirun-here is not in PATH"},
 		{[]string{"--ep-lib", "epbench", "--mpirun", bench, "--epbench", dir}, "--epbench: " + dir + " is not an executable file"},
 
-		// What a backend cannot run.
+		// What a program cannot run.
 		{[]string{"--ep-lib", "nccl-ep"}, "--nccl-ep-bench: required for --ep-lib nccl-ep (or set NCCL_EP_BENCH)"},
 		{[]string{"--ep-lib", "nccl-ep", "--nccl-ep-bench", "/no/such/ep_bench", "--dry-run"}, ""},
 		{[]string{"--ep-lib", "nccl-ep", "--nccl-ep-bench", "/no/such/ep_bench", "--mpirun", bench}, "--nccl-ep-bench: stat /no/such/ep_bench: no such file or directory"},

@@ -1,4 +1,4 @@
-package driver
+package sidebyside
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 
 var lookPath = exec.LookPath
 
-// Limits on what is kept of a backend's output while it streams through:
+// Limits on what is kept of a program's output while it streams through:
 // the summary sits near the end of stdout, and a failure is explained by
 // the end of stderr.
 const (
@@ -78,7 +78,7 @@ func (t *tail) lastLines(n int) []string {
 	return out
 }
 
-// outcome is what one backend process left behind.
+// outcome is what one program's launch left behind.
 type outcome struct {
 	exitCode int    // noExitCode when it did not start or was killed
 	failure  string // why it did not exit normally, if it did not
@@ -86,9 +86,9 @@ type outcome struct {
 	stderr   tail
 }
 
-// execute runs c, streaming its stdout and stderr to the driver's while
+// execute runs c, streaming its stdout and stderr to epbench's while
 // keeping their ends. SIGINT and SIGTERM reach the child (mpirun forwards
-// them to the ranks) and the driver waits for it, so a hostfile is still
+// them to the ranks) and epbench waits for it, so a hostfile is still
 // removed; interrupted reports whether one arrived.
 func execute(c Command, stdout, stderr io.Writer) (out *outcome, interrupted bool) {
 	out = &outcome{exitCode: noExitCode, stdout: tail{limit: keepStdout}, stderr: tail{limit: keepStderr}}

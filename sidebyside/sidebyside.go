@@ -1,4 +1,4 @@
-package driver
+package sidebyside
 
 import (
 	"bytes"
@@ -16,9 +16,10 @@ import (
 // Schema names the layout of the --json file.
 const Schema = "epbench-compare-run/1"
 
-// ErrBackendFailed reports that at least one backend exited non-zero or
-// printed no summary (exit 1, after the table of the others).
-var ErrBackendFailed = errors.New("backend failed")
+// ErrProgramFailed reports that at least one program exited non-zero or
+// printed no summary (exit 1, after the table of the others). Its message
+// keeps the word the command's help and the README use.
+var ErrProgramFailed = errors.New("backend failed")
 
 // ErrInterrupted reports a run stopped by SIGINT or SIGTERM.
 var ErrInterrupted = errors.New("interrupted")
@@ -57,12 +58,12 @@ func dryRun(o *Options, w io.Writer) error {
 		fmt.Fprintf(w, "$ %s\n", hf)
 	}
 	for _, name := range o.Libs {
-		banner(w, name, o.command(backends[name], hf, os.LookupEnv))
+		banner(w, name, o.command(programs[name], hf, os.LookupEnv))
 	}
 	return nil
 }
 
-// result is one backend's entry in the --json file.
+// result is one program's entry in the --json file.
 type result struct {
 	EPLib    string          `json:"ep_lib"`
 	Env      []string        `json:"env"`
@@ -112,7 +113,7 @@ func run(o *Options, env Env) error {
 		interrupted bool
 	)
 	for _, name := range o.Libs {
-		c := o.command(backends[name], hf, os.LookupEnv)
+		c := o.command(programs[name], hf, os.LookupEnv)
 		banner(env.Stdout, name, c)
 		fmt.Fprintln(env.Stdout)
 		out, intr := execute(c, env.Stdout, env.Stderr)
@@ -154,12 +155,12 @@ func run(o *Options, env Env) error {
 	case interrupted:
 		return fmt.Errorf("compare --run: %w after %s", ErrInterrupted, strings.Join(o.Libs[:len(results)], ", "))
 	case len(failed) > 0:
-		return fmt.Errorf("compare --run: %w: %s (%d of %d)", ErrBackendFailed, strings.Join(failed, ", "), len(failed), len(o.Libs))
+		return fmt.Errorf("compare --run: %w: %s (%d of %d)", ErrProgramFailed, strings.Join(failed, ", "), len(failed), len(o.Libs))
 	}
 	return nil
 }
 
-// judge parses a backend's stdout and says why its result cannot be used,
+// judge parses a program's stdout and says why its result cannot be used,
 // or "" when it exited 0 with a summary. A summary is returned whenever one
 // was found, for the --json file.
 func judge(out *outcome) (*report.Parsed, string) {
@@ -178,7 +179,7 @@ func judge(out *outcome) (*report.Parsed, string) {
 	return p, ""
 }
 
-// warn explains a failed backend on stderr, with the end of its stderr.
+// warn explains a failed program on stderr, with the end of its stderr.
 func warn(w io.Writer, name, why string, out *outcome) {
 	fmt.Fprintf(w, "epbench: warning: ep-lib=%s failed (%s); left out of the table\n", name, why)
 	lines := out.stderr.lastLines(stderrLines)
@@ -192,7 +193,7 @@ func warn(w io.Writer, name, why string, out *outcome) {
 	}
 }
 
-// writeJSON writes every backend's result. A summary holding numbers JSON
+// writeJSON writes every program's result. A summary holding numbers JSON
 // cannot carry (a parsed "nan") is left out with a note.
 func writeJSON(w io.Writer, o *Options, results []result) error {
 	for i := range results {

@@ -1,4 +1,4 @@
-package driver
+package sidebyside
 
 import (
 	"fmt"
@@ -79,17 +79,17 @@ func hpcxEnv(env *environment, dir string) {
 		"hcoll/lib", "sharp/lib")...)
 }
 
-// command builds the launch of backend b: mpirun with the seed driver's
+// command builds the launch of program p: mpirun with the seed driver's
 // options (one rank per slot, no binding, ob1 over shared memory and TCP,
 // no HCOLL or UCC collectives), -x for every variable the ranks need, then
-// the backend's program. hf is nil on this node alone.
-func (o *Options) command(b Backend, hf *hostfile, lookup func(string) (string, bool)) Command {
+// the argv of every rank. hf is nil on this node alone.
+func (o *Options) command(p Program, hf *hostfile, lookup func(string) (string, bool)) Command {
 	env := newEnvironment(lookup)
 	if o.HPCX != "" {
 		hpcxEnv(env, o.HPCX)
 	}
 	env.set("NCCL_NVLS_ENABLE", "0")
-	program := b.Rank(o, env)
+	rank := p.Rank(o, env)
 
 	argv := []string{o.MPIRun}
 	if isRoot() {
@@ -123,6 +123,6 @@ func (o *Options) command(b Backend, hf *hostfile, lookup func(string) (string, 
 	for _, n := range forward {
 		argv = append(argv, "-x", n)
 	}
-	argv = append(argv, program...)
+	argv = append(argv, rank...)
 	return Command{Env: env.assignments(), Argv: argv}
 }

@@ -1,4 +1,4 @@
-package driver
+package sidebyside
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 	"github.com/epbench/epbench/config"
 )
 
-// Problem is what every backend runs, in ep_bench's terms.
+// Problem is what every program runs, in ep_bench's terms.
 type Problem struct {
 	Algorithm     string `json:"algorithm"`      // ll
 	Layout        string `json:"layout"`         // em, rm or fl
@@ -33,12 +33,12 @@ type Problem struct {
 // Options is one "compare --run" command line, checked and with its
 // defaults resolved.
 type Options struct {
-	Libs    []string // backend names, in run order
+	Libs    []string // program names (--ep-lib), in run order
 	Problem Problem
 
 	RanksPerNode int
 	Nodes        []string // empty: this node only
-	Iface        string   // network interface for MPI's TCP and the backends' sockets
+	Iface        string   // network interface for MPI's TCP and the programs' sockets
 	HPCX         string   // HPC-X install, or "" for none
 	MPIRun       string   // the mpirun executable
 	MPIRunArgs   []string // appended to the launcher's options
@@ -58,7 +58,7 @@ func (o *Options) Ranks() int {
 	return max(1, len(o.Nodes)) * o.RanksPerNode
 }
 
-// Env is what the driver needs from the process around it.
+// Env is what "compare --run" needs from the process around it.
 type Env struct {
 	Stdout, Stderr io.Writer
 	// GPUCount reports this node's GPUs, the default ranks per node; nil
@@ -200,7 +200,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 		Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256, Warmup: 10, Iters: 50}
 
 	boolFlag(fs, &f.run, "run", "", "run the benchmarks instead of reading files")
-	fs.StringVar(&f.epLib, "ep-lib", "", "`LIBS` to run: "+strings.Join(backendNames(), ", ")+
+	fs.StringVar(&f.epLib, "ep-lib", "", "`LIBS` to run: "+strings.Join(programNames(), ", ")+
 		", both (= epbench,nccl-ep), or a comma-separated list")
 	fs.VarP(&choiceValue{p: &p.Algorithm, allow: map[string]string{"ll": "ll", "low-latency": "ll"}, want: "ll"},
 		"algorithm", "a", "algorithm `MODE`: ll (low-latency)")
@@ -355,7 +355,7 @@ func (f *flags) resolve(env Env) (*Options, error) {
 	}
 
 	for _, name := range o.Libs {
-		if err := backends[name].Prepare(o); err != nil {
+		if err := programs[name].Prepare(o); err != nil {
 			return nil, err
 		}
 	}
@@ -398,7 +398,7 @@ func underLauncher() bool {
 // parseLibs reads --ep-lib: names, "both", comma-separated, no repeats.
 func parseLibs(s string) ([]string, error) {
 	if s == "" {
-		return nil, usageErr("--ep-lib", "required: %s, both, or a comma-separated list", strings.Join(backendNames(), ", "))
+		return nil, usageErr("--ep-lib", "required: %s, both, or a comma-separated list", strings.Join(programNames(), ", "))
 	}
 	var libs []string
 	seen := map[string]bool{}
@@ -408,8 +408,8 @@ func parseLibs(s string) ([]string, error) {
 			names = []string{"epbench", "nccl-ep"}
 		}
 		for _, n := range names {
-			if _, ok := backends[n]; !ok {
-				return nil, usageErr("--ep-lib", "unknown library %q (want %s or both)", part, strings.Join(backendNames(), ", "))
+			if _, ok := programs[n]; !ok {
+				return nil, usageErr("--ep-lib", "unknown library %q (want %s or both)", part, strings.Join(programNames(), ", "))
 			}
 			if seen[n] {
 				return nil, usageErr("--ep-lib", "%s is listed twice", n)
@@ -446,8 +446,8 @@ func parseNodes(s string) ([]string, error) {
 	return hosts, nil
 }
 
-// checkProblem applies the rules every backend shares; each backend adds
-// its own limits in Check.
+// checkProblem applies the rules every program shares; each program adds
+// its own limits in Prepare.
 func checkProblem(p *Problem, ranks int) error {
 	if p.TopK > p.Experts {
 		return usageErr("--num-topk", "must not exceed --num-experts, got %d > %d", p.TopK, p.Experts)

@@ -1,4 +1,4 @@
-package driver
+package sidebyside
 
 import (
 	"errors"
@@ -9,9 +9,9 @@ import (
 	"github.com/epbench/epbench/config"
 )
 
-// Backend is one EP benchmark "compare --run" can launch. Adding one is a
-// type with these two methods and an entry in backends.
-type Backend interface {
+// Program is one EP benchmark program "compare --run" can launch. Adding
+// one is a type with these two methods and an entry in programs.
+type Program interface {
 	// Prepare refuses a problem or options the benchmark cannot run and
 	// fills in its own defaults in o. It runs before anything is launched.
 	Prepare(o *Options) error
@@ -20,15 +20,15 @@ type Backend interface {
 	Rank(o *Options, env *environment) []string
 }
 
-// backends are the benchmarks by their --ep-lib name.
-var backends = map[string]Backend{
-	"epbench": epbenchBackend{},
-	"nccl-ep": ncclEPBackend{},
+// programs are the benchmarks by their --ep-lib name.
+var programs = map[string]Program{
+	"epbench": epbenchProgram{},
+	"nccl-ep": ncclEPProgram{},
 }
 
-func backendNames() []string {
-	names := make([]string, 0, len(backends))
-	for n := range backends {
+func programNames() []string {
+	names := make([]string, 0, len(programs))
+	for n := range programs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -62,10 +62,10 @@ func absProgram(path string) string {
 	return path
 }
 
-// epbenchBackend is this program.
-type epbenchBackend struct{}
+// epbenchProgram is epbench itself.
+type epbenchProgram struct{}
 
-func (epbenchBackend) args(o *Options, extra bool) []string {
+func (epbenchProgram) args(o *Options, extra bool) []string {
 	args := append(problemArgs(&o.Problem), "--dispatch-dtype", o.Problem.DispatchDtype)
 	if extra {
 		args = append(args, o.EpbenchArgs...)
@@ -75,15 +75,15 @@ func (epbenchBackend) args(o *Options, extra bool) []string {
 
 // Prepare runs epbench's own flag checks on the command each rank will get,
 // so a problem epbench refuses is reported before any launch.
-func (b epbenchBackend) Prepare(o *Options) error {
-	shared, err := config.Parse(b.args(o, false), nil)
+func (p epbenchProgram) Prepare(o *Options) error {
+	shared, err := config.Parse(p.args(o, false), nil)
 	if err == nil {
 		err = shared.CheckRanks(o.Ranks())
 	}
 	if err != nil {
 		return usageErr("--ep-lib=epbench", "cannot run this problem: %v", err)
 	}
-	full, err := config.Parse(b.args(o, true), nil)
+	full, err := config.Parse(p.args(o, true), nil)
 	switch {
 	case errors.Is(err, config.ErrHelp):
 		return usageErr("--epbench-args", "--help is not a benchmark flag")
@@ -121,15 +121,15 @@ func (b epbenchBackend) Prepare(o *Options) error {
 	return nil
 }
 
-func (b epbenchBackend) Rank(o *Options, _ *environment) []string {
-	return append([]string{o.Epbench}, b.args(o, true)...)
+func (p epbenchProgram) Rank(o *Options, _ *environment) []string {
+	return append([]string{o.Epbench}, p.args(o, true)...)
 }
 
-// ncclEPBackend is NVIDIA NCCL-EP's ep_bench (contrib/nccl_ep), which links
+// ncclEPProgram is NVIDIA NCCL-EP's ep_bench (contrib/nccl_ep), which links
 // libnccl.so and libnccl_ep.so dynamically.
-type ncclEPBackend struct{}
+type ncclEPProgram struct{}
 
-func (ncclEPBackend) Prepare(o *Options) error {
+func (ncclEPProgram) Prepare(o *Options) error {
 	if o.NCCLEPBench == "" {
 		return usageErr("--nccl-ep-bench", "required for --ep-lib nccl-ep (or set NCCL_EP_BENCH)")
 	}
@@ -152,7 +152,7 @@ func (ncclEPBackend) Prepare(o *Options) error {
 // Rank sets the environment of the seed driver's NCCL-EP launch: its NCCL
 // first on the library path, sockets instead of IB and net plugins, and
 // multi-node NVLink only across nodes.
-func (ncclEPBackend) Rank(o *Options, env *environment) []string {
+func (ncclEPProgram) Rank(o *Options, env *environment) []string {
 	env.prepend("LD_LIBRARY_PATH", o.NCCLLibPath)
 	cudaHome, ok := env.get("CUDA_HOME")
 	if !ok || cudaHome == "" {

@@ -1,4 +1,4 @@
-package driver
+package sidebyside
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	"github.com/epbench/epbench/report"
 )
 
-// runArgs launches the fakes as both backends on two ranks of this node.
+// runArgs launches the fakes as both programs on two ranks of this node.
 func runArgs(dir, epbench, ncclEP string, extra ...string) []string {
 	return append([]string{"--run", "--ep-lib", "both", "--hpcx", "none", "--nproc-per-node", "2",
 		"--mpirun-args", "--oversubscribe",
@@ -22,10 +22,10 @@ func runArgs(dir, epbench, ncclEP string, extra ...string) []string {
 		"--nccl-lib-path", filepath.Join(dir, "lib")}, extra...)
 }
 
-// Two backends that both print a summary: their outputs stream under
+// Two programs that both print a summary: their outputs stream under
 // banners, then one table with the ratio, exit 0, and the JSON file holds
 // both results.
-func TestRunTwoBackends(t *testing.T) {
+func TestRunTwoPrograms(t *testing.T) {
 	requireMPI(t)
 	fixedEnv(t)
 	dir := fakes(t)
@@ -70,9 +70,9 @@ func TestRunTwoBackends(t *testing.T) {
 	}
 }
 
-// A backend that fails is reported with its exit code and the end of its
+// A program that fails is reported with its exit code and the end of its
 // stderr; the table still shows the other one, and the command exits 1.
-func TestRunFailingBackend(t *testing.T) {
+func TestRunFailingProgram(t *testing.T) {
 	requireMPI(t)
 	fixedEnv(t)
 	dir := fakes(t)
@@ -81,7 +81,7 @@ func TestRunFailingBackend(t *testing.T) {
 		"--kernel-only")...)
 	require.Error(t, err)
 	assert.False(t, IsUsage(err))
-	assert.True(t, errors.Is(err, ErrBackendFailed))
+	assert.True(t, errors.Is(err, ErrProgramFailed))
 	assert.Equal(t, "compare --run: backend failed: nccl-ep (1 of 2)", err.Error())
 
 	assert.Contains(t, errOut, "epbench: warning: ep-lib=nccl-ep failed (exit code 3); left out of the table\n")
@@ -104,7 +104,7 @@ func TestRunFailingBackend(t *testing.T) {
 }
 
 // Exit 0 without a summary is a failure too.
-func TestRunBackendWithoutSummary(t *testing.T) {
+func TestRunProgramWithoutSummary(t *testing.T) {
 	requireMPI(t)
 	fixedEnv(t)
 	dir := fakes(t)
@@ -117,7 +117,7 @@ func TestRunBackendWithoutSummary(t *testing.T) {
 	assert.Contains(t, out, "metric                         nccl-ep\n")
 }
 
-func TestRunAllBackendsFail(t *testing.T) {
+func TestRunAllProgramsFail(t *testing.T) {
 	requireMPI(t)
 	fixedEnv(t)
 	dir := fakes(t)
@@ -127,7 +127,7 @@ func TestRunAllBackendsFail(t *testing.T) {
 	assert.NotContains(t, out, "Unified")
 }
 
-// The hostfile of a run on named nodes exists while the backends run and is
+// The hostfile of a run on named nodes exists while the programs run and is
 // removed after. mpirun is replaced by a script that records it.
 func TestRunRemovesHostfile(t *testing.T) {
 	fixedEnv(t)
@@ -166,7 +166,7 @@ func TestRunRejectsUnwritableJSON(t *testing.T) {
 	assert.Contains(t, err.Error(), "compare --run: --json: open ")
 }
 
-// One real epbench run on the CPU backend, through the driver and mpirun.
+// One real epbench run on the CPU backend, through compare --run and mpirun.
 func TestRunRealEpbench(t *testing.T) {
 	requireMPI(t)
 	fixedEnv(t)
