@@ -111,69 +111,6 @@ const (
 // HPCX_HOME is unset (as the seed driver does).
 var hpcxPattern = "/opt/hpcx-*"
 
-// intValue is an integer flag with a lower bound and a message in the
-// words of config's flags.
-type intValue struct {
-	p  *int
-	lo int
-}
-
-func (v *intValue) String() string { return strconv.Itoa(*v.p) }
-func (v *intValue) Type() string   { return "int" }
-func (v *intValue) Set(s string) error {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < int64(v.lo) {
-		if v.lo > 0 {
-			return fmt.Errorf("must be a positive integer, got %q", s)
-		}
-		return fmt.Errorf("must be a non-negative integer, got %q", s)
-	}
-	if n > math.MaxInt32 {
-		return fmt.Errorf("must be at most %d, got %s", math.MaxInt32, s)
-	}
-	*v.p = int(n)
-	return nil
-}
-
-// choiceValue is a string flag with a fixed set of spellings, each mapped
-// to its canonical value.
-type choiceValue struct {
-	p     *string
-	allow map[string]string
-	want  string
-}
-
-func (v *choiceValue) String() string { return *v.p }
-func (v *choiceValue) Type() string   { return "string" }
-func (v *choiceValue) Set(s string) error {
-	c, ok := v.allow[s]
-	if !ok {
-		return fmt.Errorf("unknown value %q (want %s)", s, v.want)
-	}
-	*v.p = c
-	return nil
-}
-
-// boolValue is a switch; "--name=false" is accepted too.
-type boolValue struct{ p *bool }
-
-func (v *boolValue) String() string { return strconv.FormatBool(*v.p) }
-func (v *boolValue) Type() string   { return "bool" }
-func (v *boolValue) Set(s string) error {
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return fmt.Errorf("must be true or false, got %q", s)
-	}
-	*v.p = b
-	return nil
-}
-
-// boolFlag defines a switch whose help shows "--name", not
-// "--name[=true|false]".
-func boolFlag(fs *pflag.FlagSet, p *bool, name, short, usage string) {
-	fs.VarPF(&boolValue{p}, name, short, usage).NoOptDefVal = "true"
-}
-
 // flags holds the raw command line before checks.
 type flags struct {
 	run                   bool
@@ -185,38 +122,21 @@ type flags struct {
 	jsonPath              string
 	kernelOnly, dryRun    bool
 	help                  bool
-	problem               Problem
+	problem               config.Config // the problem fields only
 	ranksPerNode          int
 	ranksPerNodeSetByUser bool
 }
 
+// newFlagSet defines the flags of "compare --run": the problem flags are
+// epbench's (package config), with their ranges, aliases and messages.
 func newFlagSet(f *flags) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("compare --run", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	fs.SortFlags = false
-	p := &f.problem
-	*p = Problem{Algorithm: "ll", Layout: "em", DispatchDtype: "bf16",
-		Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256, Warmup: 10, Iters: 50}
-
-	boolFlag(fs, &f.run, "run", "", "run the benchmarks instead of reading files")
+	fs := config.NewFlagSet("compare --run")
+	config.BindSwitch(fs, &f.run, "run", "", "run the benchmarks instead of reading files")
 	fs.StringVar(&f.epLib, "ep-lib", "", "`LIBS` to run: "+strings.Join(programNames(), ", ")+
 		", both (= epbench,nccl-ep), or a comma-separated list")
-	fs.VarP(&choiceValue{p: &p.Algorithm, allow: map[string]string{"ll": "ll", "low-latency": "ll"}, want: "ll"},
-		"algorithm", "a", "algorithm `MODE`: ll (low-latency)")
-	fs.VarP(&intValue{p: &p.Tokens, lo: 1}, "num-tokens", "t", "tokens per rank")
-	fs.VarP(&intValue{p: &p.Hidden, lo: 1}, "hidden", "d", "hidden size")
-	fs.VarP(&intValue{p: &p.TopK, lo: 1}, "num-topk", "k", "experts selected per token")
-	fs.VarP(&intValue{p: &p.Experts, lo: 1}, "num-experts", "e", "experts across all ranks")
-	fs.VarP(&intValue{p: &p.Warmup, lo: 0}, "num-warmup", "w", "untimed iterations")
-	fs.VarP(&intValue{p: &p.Iters, lo: 1}, "num-iters", "i", "timed iterations")
-	fs.VarP(&choiceValue{p: &p.Layout, want: "em, rm or fl", allow: map[string]string{
-		"em": "em", "expert-major": "em", "rm": "rm", "rank-major": "rm", "fl": "fl", "flat": "fl"}},
-		"layout", "L", "receive `LAYOUT`: em, rm or fl")
-	fs.Var(&choiceValue{p: &p.DispatchDtype, want: "bf16 or fp8_e4m3", allow: map[string]string{
-		"bf16": "bf16", "fp8_e4m3": "fp8_e4m3"}},
-		"dispatch-dtype", "dispatch payload `DTYPE`: bf16 or fp8_e4m3 (backends that support it)")
-	fs.Var(&intValue{p: &f.ranksPerNode, lo: 1}, "nproc-per-node", "ranks (GPUs) per node (default: this node's GPU count)")
+	config.BindProblem(fs, &f.problem)
+	config.BindCount(fs, &f.ranksPerNode, "nproc-per-node", "", true, math.MaxInt32,
+		"ranks (GPUs) per node (default: this node's GPU count)")
 	fs.StringVar(&f.nodes, "nodes", "", "`HOSTS` to run on, names or IPs separated by spaces, e.g. \"h1 h2\" (default: this node only)")
 	fs.StringVar(&f.iface, "iface", "", "network interface `NAME` for MPI's TCP transport and the backends' sockets")
 	fs.StringVar(&f.hpcx, "hpcx", "auto", "HPC-X install `DIR`, auto ($HPCX_HOME, else "+hpcxPattern+") or none")
@@ -227,10 +147,10 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.ncclEPBench, "nccl-ep-bench", "", "NCCL-EP ep_bench `PATH` (default: $NCCL_EP_BENCH)")
 	fs.StringVar(&f.ncclLib, "nccl-lib-path", "", "`DIR` with libnccl.so and libnccl_ep.so, put first on ep_bench's "+
 		"LD_LIBRARY_PATH (default: $NCCL_LIB_PATH, else the lib folder of ep_bench's build tree)")
-	boolFlag(fs, &f.kernelOnly, "kernel-only", "", "lead the table with kernel-only times")
+	config.BindSwitch(fs, &f.kernelOnly, "kernel-only", "", "lead the table with kernel-only times")
 	fs.StringVar(&f.jsonPath, "json", "", "also write every backend's parsed result to `FILE` (not with --dry-run)")
-	boolFlag(fs, &f.dryRun, "dry-run", "", "print the commands and run nothing")
-	boolFlag(fs, &f.help, "help", "h", "print this help and exit")
+	config.BindSwitch(fs, &f.dryRun, "dry-run", "", "print the commands and run nothing")
+	config.BindSwitch(fs, &f.help, "help", "h", "print this help and exit")
 	return fs
 }
 
@@ -294,7 +214,7 @@ func (f *flags) resolve(env Env) (*Options, error) {
 	if underLauncher() {
 		return nil, usageErr("compare --run", "starts mpirun itself; run it directly, not under mpirun")
 	}
-	o := &Options{Problem: f.problem, KernelOnly: f.kernelOnly, JSONPath: f.jsonPath, DryRun: f.dryRun}
+	o := &Options{Problem: problemOf(&f.problem), KernelOnly: f.kernelOnly, JSONPath: f.jsonPath, DryRun: f.dryRun}
 	var err error
 	if o.Libs, err = parseLibs(f.epLib); err != nil {
 		return nil, err
@@ -319,7 +239,7 @@ func (f *flags) resolve(env Env) (*Options, error) {
 	if o.Ranks() > math.MaxInt32 {
 		return nil, usageErr("--nproc-per-node", "%d ranks on each of %d nodes are too many", o.RanksPerNode, len(o.Nodes))
 	}
-	if err := checkProblem(&o.Problem, o.Ranks()); err != nil {
+	if err := f.problem.CheckProblem(o.Ranks()); err != nil {
 		return nil, err
 	}
 
@@ -446,16 +366,19 @@ func parseNodes(s string) ([]string, error) {
 	return hosts, nil
 }
 
-// checkProblem applies the rules every program shares; each program adds
-// its own limits in Prepare.
-func checkProblem(p *Problem, ranks int) error {
-	if p.TopK > p.Experts {
-		return usageErr("--num-topk", "must not exceed --num-experts, got %d > %d", p.TopK, p.Experts)
+// problemOf is the problem c describes, in ep_bench's spelling.
+func problemOf(c *config.Config) Problem {
+	return Problem{
+		Algorithm:     c.Algorithm.Flag(),
+		Layout:        c.Layout.Flag(),
+		DispatchDtype: c.DispatchDtype.Flag(),
+		Tokens:        c.Tokens,
+		Hidden:        c.Hidden,
+		TopK:          c.TopK,
+		Experts:       c.Experts,
+		Warmup:        c.Warmup,
+		Iters:         c.Iters,
 	}
-	if p.Experts%ranks != 0 {
-		return usageErr("--num-experts", "must be divisible by the number of ranks, got %d experts over %d ranks", p.Experts, ranks)
-	}
-	return nil
 }
 
 // checkWords refuses control characters in pass-through arguments, which

@@ -134,8 +134,9 @@ func TestParseRejects(t *testing.T) {
 		{[]string{"--ep-lib", "epbench", "-t", "0"}, `--num-tokens: must be a positive integer, got "0"`},
 		{[]string{"--ep-lib", "epbench", "-t", "1;id"}, `--num-tokens: must be a positive integer, got "1;id"`},
 		{[]string{"--ep-lib", "epbench", "-w", "-1"}, `--num-warmup: must be a non-negative integer, got "-1"`},
-		{[]string{"--ep-lib", "epbench", "-i", "99999999999"}, "--num-iters: must be at most 2147483647, got 99999999999"},
-		{[]string{"--ep-lib", "epbench", "-a", "ht"}, `--algorithm: unknown value "ht" (want ll)`},
+		{[]string{"--ep-lib", "epbench", "-i", "99999999999"}, "--num-iters: must be at most 1000000, got 99999999999"},
+		{[]string{"--ep-lib", "epbench", "-a", "ht"}, "--algorithm: high-throughput mode is not supported"},
+		{[]string{"--ep-lib", "epbench", "-a", "xx"}, `--algorithm: unknown value "xx" (want ll or low-latency)`},
 		{[]string{"--ep-lib", "epbench", "-L", "xm"}, `--layout: unknown value "xm" (want em, rm or fl)`},
 		{[]string{"--ep-lib", "epbench", "--dispatch-dtype", "fp16"}, `--dispatch-dtype: unknown value "fp16" (want bf16 or fp8_e4m3)`},
 		{[]string{"--ep-lib", "epbench", "-k", "9", "-e", "8"}, "--num-topk: must not exceed --num-experts, got 9 > 8"},
@@ -178,7 +179,6 @@ func TestParseRejects(t *testing.T) {
 			"--dispatch-dtype: fp8_e4m3 cannot be compared with nccl-ep: its ep_bench command runs BF16 dispatch"},
 		{[]string{"--ep-lib", "epbench", "--dispatch-dtype", "fp8_e4m3", "--dry-run"}, ""},
 		{[]string{"--ep-lib", "epbench", "-L", "rm"}, "--ep-lib=epbench: cannot run this problem: --layout: rank-major layout is not implemented yet"},
-		{[]string{"--ep-lib", "epbench", "-d", "1000"}, "--ep-lib=epbench: cannot run this problem: --hidden: must be a multiple of 128, got 1000"},
 		{[]string{"--ep-lib", "epbench", "--nproc-per-node", "512", "-e", "512"}, "--ep-lib=epbench: cannot run this problem: ranks: must be at most 256, got 512"},
 		{[]string{"--ep-lib", "epbench", "--epbench-args", "-t 64"}, "--epbench-args: changes --num-tokens, which every backend shares; give -t to compare --run instead"},
 		{[]string{"--ep-lib", "epbench", "--epbench-args", "--dispatch-dtype=fp8_e4m3"}, "--epbench-args: changes --dispatch-dtype, which every backend shares; give --dispatch-dtype to compare --run instead"},
@@ -199,6 +199,47 @@ func TestParseRejects(t *testing.T) {
 			assert.True(t, IsUsage(err), "%q: %v is not a usage error", tc.args, err)
 		}
 	}
+}
+
+// The problem flags are epbench's (package config): the same aliases,
+// ranges and messages, whichever programs run the problem.
+func TestParseProblemFlagsAreEpbenchs(t *testing.T) {
+	fixedEnv(t)
+	base := []string{"--run", "--hpcx", "none", "--nproc-per-node", "2", "--dry-run",
+		"--ep-lib", "nccl-ep", "--nccl-ep-bench", "/no/such/ep_bench"}
+	o, err := Parse(append(base, "--tokens", "64", "--top-k", "4", "--experts", "32", "--warmup", "0", "--iters", "7",
+		"-L", "rank-major", "-a", "low-latency"), Env{})
+	require.NoError(t, err)
+	assert.Equal(t, Problem{Algorithm: "ll", Layout: "rm", DispatchDtype: "bf16",
+		Tokens: 64, Hidden: 7168, TopK: 4, Experts: 32, Warmup: 0, Iters: 7}, o.Problem)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-d", "100"}, "--hidden: must be a multiple of 128, got 100"},
+		{[]string{"--hidden", "32768"}, "--hidden: must be at most 16384, got 32768"},
+		{[]string{"-t", "5000"}, "--num-tokens: must be at most 4096, got 5000"},
+		{[]string{"--tokens", "5000"}, "--num-tokens: must be at most 4096, got 5000"},
+		{[]string{"--top-k", "33"}, "--num-topk: must be at most 32, got 33"},
+		{[]string{"--experts", "8192"}, "--num-experts: must be at most 4096, got 8192"},
+		{[]string{"--iters", "0"}, `--num-iters: must be a positive integer, got "0"`},
+		{[]string{"--warmup", "1000001"}, "--num-warmup: must be at most 1000000, got 1000001"},
+		{[]string{"-L", "xm"}, `--layout: unknown value "xm" (want em, rm or fl)`},
+		{[]string{"--nproc-per-node", "x"}, `--nproc-per-node: must be a positive integer, got "x"`},
+		{[]string{"--dry-run=maybe"}, `--dry-run: must be true or false, got "maybe"`},
+	} {
+		_, err := Parse(append(append([]string{}, base...), tc.args...), Env{})
+		if assert.Error(t, err, "%q", tc.args) {
+			assert.Equal(t, tc.want, err.Error(), "%q", tc.args)
+			assert.True(t, IsUsage(err), "%q: %v is not a usage error", tc.args, err)
+		}
+	}
+
+	// Through the command, with its prefix, as the user sees it.
+	_, _, err = mainRun(t, 2, "--run", "--dry-run", "--hpcx", "none", "--ep-lib", "epbench", "-d", "100")
+	require.Error(t, err)
+	assert.Equal(t, "compare --run: --hidden: must be a multiple of 128, got 100", err.Error())
 }
 
 func TestParseNeedsRanksPerNodeWithoutGPU(t *testing.T) {
