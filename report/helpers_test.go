@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/epbench/epbench/internal/localcomm"
 	"github.com/epbench/epbench/stats"
 )
 
@@ -65,7 +66,7 @@ func refBlock(t *testing.T, text, from, to string) string {
 func reduce(t *testing.T, mode stats.Mode, in []stats.Local) stats.Global {
 	t.Helper()
 	out := make([]stats.Global, len(in))
-	err := stats.RunLocal(len(in), func(c stats.Comm) error {
+	err := localcomm.Run(len(in), func(c stats.Comm) error {
 		g, err := stats.Reduce(c, mode, in[c.Rank()])
 		out[c.Rank()] = g
 		return err

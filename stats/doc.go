@@ -20,9 +20,10 @@
 //     CUPTI kernel average, first iteration included). Throughput avg = rank 0's
 //     bytes / avg, and, as in ep_bench, throughput "min" is computed from the
 //     minimum time and "max" from the maximum time, so "min" is the higher
-//     number. The same mode reduces setup timings (one value per rank).
+//     number.
+//   - [Values]: avg/min/max over ranks of one value per rank that is not a
+//     phase's time (set-up timings), without throughput.
 //
-// The communicator is the small [Comm] interface; [NewLocalGroup] provides an
-// in-process implementation whose ranks are goroutines, for tests and for
-// single-process runs.
+// The communicator is the small [Comm] interface (package bench adapts MPI's
+// to it; the tests use an in-process one whose ranks are goroutines).
 package stats

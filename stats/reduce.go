@@ -13,6 +13,9 @@ const (
 	// KernelOnly reduces one value per rank (Sample.Avg): mean, min and max of
 	// those values; throughput "min" comes from the minimum time.
 	KernelOnly
+	// Values reduces one value per rank (Sample.Avg) that is not a phase's
+	// time, such as a set-up time: mean, min and max, and no throughput.
+	Values
 )
 
 // String names the mode.
@@ -22,6 +25,8 @@ func (m Mode) String() string {
 		return "host"
 	case KernelOnly:
 		return "kernel-only"
+	case Values:
+		return "values"
 	}
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
@@ -80,7 +85,7 @@ func Reduce(c Comm, mode Mode, local Local) (Global, error) {
 	if n <= 0 || rank < 0 || rank >= n {
 		return Global{}, fmt.Errorf("%w: rank %d of size %d", ErrBadComm, rank, n)
 	}
-	if mode != Host && mode != KernelOnly {
+	if mode != Host && mode != KernelOnly && mode != Values {
 		return Global{}, fmt.Errorf("stats: unknown reduction mode %d", int(mode))
 	}
 
@@ -112,8 +117,13 @@ func Reduce(c Comm, mode Mode, local Local) (Global, error) {
 		g.PerRank[r] = rs
 	}
 
-	if mode == Host {
+	switch mode {
+	case Host:
 		return reduceHost(c, g, local, bytes0)
+	case Values:
+		g, err := reduceKernel(c, g, local, 0)
+		g.Throughput = Throughput{}
+		return g, err
 	}
 	return reduceKernel(c, g, local, bytes0)
 }

@@ -1,4 +1,4 @@
-package stats
+package stats_test
 
 import (
 	"errors"
@@ -6,6 +6,9 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/epbench/epbench/internal/localcomm"
+	. "github.com/epbench/epbench/stats"
 )
 
 // reduceAll runs Reduce on n local ranks, rank r contributing in[r], and
@@ -13,7 +16,7 @@ import (
 func reduceAll(t *testing.T, mode Mode, in []Local) Global {
 	t.Helper()
 	out := make([]Global, len(in))
-	err := RunLocal(len(in), func(c Comm) error {
+	err := localcomm.Run(len(in), func(c Comm) error {
 		g, err := Reduce(c, mode, in[c.Rank()])
 		out[c.Rank()] = g
 		return err
@@ -134,6 +137,13 @@ func TestReduceKernelOnly(t *testing.T) {
 	}
 }
 
+// Values (set-up timings): the same avg/min/max over one value per rank,
+// and no throughput whatever bytes are given.
+func TestReduceValues(t *testing.T) {
+	got := reduceAll(t, Values, []Local{kernel(200, 5), kernel(100, 0), kernel(300, 0)})
+	checkGlobal(t, got, Global{Mode: Values, Ranks: 3, Avg: 200, Min: 100, Max: 300})
+}
+
 // TestReduceMatchesReference rebuilds the summary numbers of
 // reference/ll_t128_i50.ep_bench.out (2 ranks, 1015 and 1014 selections,
 // hidden 7168) from per-rank values chosen to be consistent with every
@@ -188,7 +198,7 @@ func TestReduceErrors(t *testing.T) {
 	if _, err := Reduce(nil, Host, Local{}); !errors.Is(err, ErrBadComm) {
 		t.Errorf("nil comm: %v", err)
 	}
-	comms, err := NewLocalGroup(1)
+	comms, err := localcomm.NewGroup(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +211,7 @@ func TestReduceErrors(t *testing.T) {
 	if _, err := Reduce(failComm{comms[0]}, KernelOnly, Local{}); err == nil || err.Error() != "stats: allreduce sum: link down" {
 		t.Errorf("failing comm: %v", err)
 	}
-	if _, err := NewLocalGroup(0); !errors.Is(err, ErrBadComm) {
+	if _, err := localcomm.NewGroup(0); !errors.Is(err, ErrBadComm) {
 		t.Errorf("empty group: %v", err)
 	}
 }
@@ -221,7 +231,7 @@ func (failComm) AllreduceFloat64([]float64, Op) ([]float64, error) {
 }
 
 func TestLocalGroupMismatch(t *testing.T) {
-	err := RunLocal(2, func(c Comm) error {
+	err := localcomm.Run(2, func(c Comm) error {
 		op := Sum
 		if c.Rank() == 1 {
 			op = Max
@@ -247,7 +257,7 @@ func TestLocalGroupMismatch(t *testing.T) {
 }
 
 func TestLocalGroupCollectives(t *testing.T) {
-	err := RunLocal(4, func(c Comm) error {
+	err := localcomm.Run(4, func(c Comm) error {
 		r := float64(c.Rank())
 		in := []float64{r, -r, 10 * r}
 		// A slice, not a map: every rank must call the collectives in the same order.

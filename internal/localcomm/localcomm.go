@@ -1,22 +1,26 @@
-package stats
+// Package localcomm is an in-process communicator for tests: the ranks are
+// goroutines that meet in every collective (stats.Comm).
+package localcomm
 
 import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/epbench/epbench/stats"
 )
 
 // NewLocalGroup returns n communicators, one per rank, that meet in process:
 // each rank is expected to run on its own goroutine, and every collective
 // blocks until all n ranks have entered it. Ranks that enter the same
-// collective with different operations or lengths all get ErrMismatch.
-func NewLocalGroup(n int) ([]Comm, error) {
+// collective with different operations or lengths all get stats.ErrMismatch.
+func NewGroup(n int) ([]stats.Comm, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: local group of %d ranks", ErrBadComm, n)
+		return nil, fmt.Errorf("%w: local group of %d ranks", stats.ErrBadComm, n)
 	}
 	rv := &rendezvous{n: n, slots: make([]contribution, n)}
 	rv.cond = sync.NewCond(&rv.mu)
-	comms := make([]Comm, n)
+	comms := make([]stats.Comm, n)
 	for r := range n {
 		comms[r] = &localComm{rank: r, rv: rv}
 	}
@@ -25,8 +29,8 @@ func NewLocalGroup(n int) ([]Comm, error) {
 
 // RunLocal runs fn once per rank of a fresh local group, each on its own
 // goroutine, and returns the ranks' errors joined.
-func RunLocal(n int, fn func(c Comm) error) error {
-	comms, err := NewLocalGroup(n)
+func Run(n int, fn func(c stats.Comm) error) error {
+	comms, err := NewGroup(n)
 	if err != nil {
 		return err
 	}
@@ -49,7 +53,7 @@ func RunLocal(n int, fn func(c Comm) error) error {
 type contribution struct {
 	kind string // "sum", "min", "max", "minloc", "maxloc"
 	f    []float64
-	vr   []ValueRank
+	vr   []stats.ValueRank
 }
 
 // rendezvous is a reusable meeting point: the last rank to arrive publishes
@@ -95,8 +99,8 @@ type localComm struct {
 func (c *localComm) Rank() int { return c.rank }
 func (c *localComm) Size() int { return c.rv.n }
 
-func (c *localComm) AllreduceFloat64(in []float64, op Op) ([]float64, error) {
-	if op != Sum && op != Min && op != Max {
+func (c *localComm) AllreduceFloat64(in []float64, op stats.Op) ([]float64, error) {
+	if op != stats.Sum && op != stats.Min && op != stats.Max {
 		// Still take part, so the other ranks are not left waiting.
 		c.rv.exchange(c.rank, contribution{kind: "invalid"})
 		return nil, fmt.Errorf("stats: unknown reduction op %d", int(op))
@@ -109,13 +113,13 @@ func (c *localComm) AllreduceFloat64(in []float64, op Op) ([]float64, error) {
 	for _, a := range all[1:] {
 		for i, v := range a.f {
 			switch op {
-			case Sum:
+			case stats.Sum:
 				out[i] += v
-			case Min:
+			case stats.Min:
 				if v < out[i] {
 					out[i] = v
 				}
-			case Max:
+			case stats.Max:
 				if v > out[i] {
 					out[i] = v
 				}
@@ -125,22 +129,22 @@ func (c *localComm) AllreduceFloat64(in []float64, op Op) ([]float64, error) {
 	return out, nil
 }
 
-func (c *localComm) AllreduceMinLoc(in []ValueRank) ([]ValueRank, error) {
+func (c *localComm) AllreduceMinLoc(in []stats.ValueRank) ([]stats.ValueRank, error) {
 	return c.allreduceLoc(in, "minloc", func(a, b float64) bool { return a < b })
 }
 
-func (c *localComm) AllreduceMaxLoc(in []ValueRank) ([]ValueRank, error) {
+func (c *localComm) AllreduceMaxLoc(in []stats.ValueRank) ([]stats.ValueRank, error) {
 	return c.allreduceLoc(in, "maxloc", func(a, b float64) bool { return a > b })
 }
 
 // allreduceLoc keeps, per element, the value that wins under better; on equal
 // values the lower rank wins, as MPI_MINLOC and MPI_MAXLOC define.
-func (c *localComm) allreduceLoc(in []ValueRank, kind string, better func(a, b float64) bool) ([]ValueRank, error) {
-	all := c.rv.exchange(c.rank, contribution{kind: kind, vr: append([]ValueRank(nil), in...)})
+func (c *localComm) allreduceLoc(in []stats.ValueRank, kind string, better func(a, b float64) bool) ([]stats.ValueRank, error) {
+	all := c.rv.exchange(c.rank, contribution{kind: kind, vr: append([]stats.ValueRank(nil), in...)})
 	if err := agree(all, kind, len(in)); err != nil {
 		return nil, err
 	}
-	out := append([]ValueRank(nil), all[0].vr...)
+	out := append([]stats.ValueRank(nil), all[0].vr...)
 	for _, a := range all[1:] {
 		for i, v := range a.vr {
 			if better(v.Value, out[i].Value) || (v.Value == out[i].Value && v.Rank < out[i].Rank) {
@@ -156,7 +160,7 @@ func agree(all []contribution, kind string, n int) error {
 	for r, a := range all {
 		if a.kind != kind || len(a.f)+len(a.vr) != n {
 			return fmt.Errorf("%w: rank %d called %s with %d values, this rank %s with %d",
-				ErrMismatch, r, a.kind, len(a.f)+len(a.vr), kind, n)
+				stats.ErrMismatch, r, a.kind, len(a.f)+len(a.vr), kind, n)
 		}
 	}
 	return nil
