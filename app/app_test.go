@@ -51,12 +51,9 @@ func TestRoutingCommandRejectsBadInput(t *testing.T) {
 	assert.Equal(t, ExitUsage, CodeOf(err))
 }
 
-const reference = "../../shared/reference/ll_t128_i50.ep_bench.out"
+const reference = "../report/testdata/reference/ll_t128_i50.ep_bench.out"
 
 func TestCompareTwoInputs(t *testing.T) {
-	if _, err := os.Stat(reference); err != nil {
-		t.Skipf("reference outputs not beside the checkout: %v", err)
-	}
 	var out bytes.Buffer
 	require.NoError(t, compareCmd([]string{"--label", "a", "--label", "b", reference, reference}, &out))
 	assert.Contains(t, out.String(), "Host D+C ratio a/b = 1.00x")
@@ -108,11 +105,11 @@ func TestCUDAGraphNeedsAGPU(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.CUDAGraph = true
-	_, err := chooseBackend(cfg, Options{}, nil)
+	_, err := chooseCompute(cfg, Options{}, nil)
 	assert.Equal(t, ExitUsage, CodeOf(err))
 	assert.ErrorContains(t, err, "--cuda-graph: needs the CUDA backend")
 	cfg.CUDAGraph = false
-	backend, err := chooseBackend(cfg, Options{}, nil)
+	backend, err := chooseCompute(cfg, Options{}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, config.ComputeCPU, backend)
 }

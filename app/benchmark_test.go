@@ -29,7 +29,7 @@ func TestLoopErrorCodes(t *testing.T) {
 		{errors.New("cuda: out of memory"), ExitRuntime},
 	}
 	for _, c := range cases {
-		got := loopError(c.err)
+		got := runError(c.err)
 		assert.Equal(t, c.code, CodeOf(got), "%v", c.err)
 		assert.Equal(t, c.err.Error(), got.Error(), "the message is kept")
 	}

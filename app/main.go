@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/mpi"
 )
@@ -17,8 +18,9 @@ import (
 // CUDA is what the CUDA executable adds to the common command.
 type CUDA interface {
 	// Devices prints each rank's GPU and peer reachability (rank 0 writes).
-	Devices(w *World, out io.Writer) error
-	GPUPlatform
+	Devices(w *bench.World, out io.Writer) error
+	// Platform sets this rank up for the benchmark on its GPU.
+	Platform(w *bench.World, cfg *config.Config) (*bench.Platform, error)
 }
 
 // Options configures Main.
@@ -47,20 +49,20 @@ func Main(args []string, opts Options) int {
 // other, bounded, before they exit: a rank that exits early makes mpirun end
 // the job, which could cut rank 0 off before its line is out.
 func reportUsage(err error) {
-	if launcherRank() == 0 {
+	if mpi.LauncherRank() == 0 {
 		Report(os.Stderr, err)
 	}
-	if launcherSize() <= 1 || mpi.Initialized() {
+	if mpi.LauncherSize() <= 1 || mpi.Initialized() {
 		return
 	}
 	w, werr := startMPI()
 	if werr != nil {
 		return
 	}
-	if !allArrive(w, usageSettle) {
+	if !w.AllArrive(usageSettle) {
 		mpi.Abort(ExitUsage)
 	}
-	stopMPI(w)
+	w.Leave()
 }
 
 // usageSettle bounds how long the ranks wait for each other after a usage
@@ -71,8 +73,7 @@ func dispatch(args []string, opts Options) error {
 	sub, rest := config.Subcommand(args)
 	switch sub {
 	case "version":
-		fmt.Printf("epbench %s\n", Version)
-		return nil
+		return printVersion()
 	case "devices":
 		return devices(rest, opts)
 	case "routing":
@@ -94,7 +95,7 @@ func dispatch(args []string, opts Options) error {
 func parseRun(args []string) (*config.Config, bool, error) {
 	cfg, err := config.Parse(args, os.Getenv)
 	if errors.Is(err, config.ErrHelp) {
-		if launcherRank() == 0 {
+		if mpi.LauncherRank() == 0 {
 			fmt.Print(config.Usage())
 		}
 		return nil, true, nil
@@ -103,12 +104,9 @@ func parseRun(args []string) (*config.Config, bool, error) {
 		return nil, false, Usage(err)
 	}
 	if cfg.ShowVersion {
-		if launcherRank() == 0 {
-			fmt.Printf("epbench %s\n", Version)
-		}
-		return nil, true, nil
+		return nil, true, printVersion()
 	}
-	if n := launcherSize(); n > 0 {
+	if n := mpi.LauncherSize(); n > 0 {
 		if err := cfg.CheckRanks(n); err != nil {
 			return nil, false, Usage(err)
 		}
@@ -116,11 +114,24 @@ func parseRun(args []string) (*config.Config, bool, error) {
 	return cfg, false, nil
 }
 
+// printVersion prints the version (rank 0 alone under a launcher).
+func printVersion() error {
+	if mpi.LauncherRank() == 0 {
+		fmt.Printf("epbench %s\n", Version)
+	}
+	return nil
+}
+
+const devicesUsage = `usage: mpirun -np N epbench devices
+
+Prints each rank's GPU (name, PCI bus id, memory) and whether each peer GPU is reachable by P2P.
+`
+
 // devices runs the GPU check; in bin/epbench it hands over to the CUDA
 // executable, or says that this node has no GPU.
 func devices(args []string, opts Options) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Println("usage: mpirun -np N epbench devices\n\nPrints each rank's GPU (name, PCI bus id, memory) and whether each peer GPU is reachable by P2P.")
+		fmt.Print(devicesUsage)
 		return nil
 	}
 	if len(args) > 0 {
@@ -138,9 +149,9 @@ func devices(args []string, opts Options) error {
 	}
 	if err := opts.CUDA.Devices(w, os.Stdout); err != nil {
 		abortMPI(w, CodeOf(err), err)
-		stopMPI(w)
+		w.Leave()
 		return err
 	}
-	stopMPI(w)
+	w.Leave()
 	return nil
 }

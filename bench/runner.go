@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/mpi"
 	"github.com/epbench/epbench/report"
 	"github.com/epbench/epbench/stats"
@@ -43,7 +44,7 @@ type Check struct {
 }
 
 // Validator checks a backend's outputs of routing j against the reference.
-type Validator func(o *Outputs, j int) (Check, error)
+type Validator func(o *ll.Outputs, j int) (Check, error)
 
 // Run is one measurement.
 type Run struct {

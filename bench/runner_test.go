@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/mpi"
 )
 
@@ -43,8 +44,8 @@ func (b *fakeBackend) Mark(int) error                      { return nil }
 func (b *fakeBackend) ElapsedUs(int, int) (float64, error) { return 1, nil }
 func (b *fakeBackend) Poison() error                       { b.poisons++; b.poisoned = true; return nil }
 func (b *fakeBackend) Close() error                        { return nil }
-func (b *fakeBackend) Outputs() (*Outputs, error) {
-	out := &Outputs{Out: []uint16{1}}
+func (b *fakeBackend) Outputs() (*ll.Outputs, error) {
+	out := &ll.Outputs{Out: []uint16{1}}
 	if b.poisoned {
 		out.Out[0] = 0x7FC1
 	}
@@ -104,7 +105,7 @@ func runLoop(cfg *config.Config, failRank, failCheck int) (*Measurement, *fakeBa
 		c := mpi.World()
 		checks := 0
 		r := &Run{Cfg: cfg, Comm: c, Backend: b, Kernel: timer,
-			Validate: func(o *Outputs, j int) (Check, error) {
+			Validate: func(o *ll.Outputs, j int) (Check, error) {
 				checks++
 				if o.Out[0] != 1 {
 					return Check{Detail: fmt.Sprintf("rank %d: outputs still poisoned", c.Rank())}, nil
@@ -197,7 +198,7 @@ func TestLoopTimedWindowsStartTogether(t *testing.T) {
 		}
 		b := &fakeBackend{timer: timer}
 		r := &Run{Cfg: loopConfig(6, 3), Comm: c, Backend: b, Kernel: timer,
-			Validate: func(*Outputs, int) (Check, error) { return Check{DispatchOK: true, CombineOK: true}, nil }}
+			Validate: func(*ll.Outputs, int) (Check, error) { return Check{DispatchOK: true, CombineOK: true}, nil }}
 		if _, err = r.Loop(); err != nil {
 			return
 		}

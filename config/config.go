@@ -128,12 +128,19 @@ func Default() *Config {
 	return c
 }
 
-// bindConfig defines the benchmark's flags on fs, writing into c.
-func bindConfig(fs *pflag.FlagSet, c *Config, help *bool) {
+// bindConfig defines the benchmark's flags on fs, writing into c. The
+// integer flags named in lists take a comma-separated list instead (a
+// sweep's), each value checked as the flag checks one.
+func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]int) {
 	bindInts := func(names ...string) {
 		for _, name := range names {
 			for _, f := range configInts {
-				if f.name == name {
+				if f.name != name {
+					continue
+				}
+				if l, ok := lists[name]; ok {
+					f.bindList(fs, f.field(c), l)
+				} else {
 					f.bind(fs, f.field(c))
 				}
 			}
@@ -212,24 +219,34 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool) {
 // with ShowVersion set and skips the environment and all cross-flag
 // checks. Every other error is a *UsageError.
 func Parse(args []string, getenv func(string) string) (*Config, error) {
+	c, _, err := parse(args, getenv, nil, nil)
+	return c, err
+}
+
+// parse is Parse with the list-valued flags of a sweep (bindConfig) and
+// more flags bound by extra; it also returns where each value came from.
+func parse(args []string, getenv func(string) string, lists map[string]*[]int, extra func(*pflag.FlagSet)) (*Config, map[string]string, error) {
 	c := Default()
 	var help bool
 	fs := newFlagSet("epbench")
-	bindConfig(fs, c, &help)
+	bindConfig(fs, c, &help, lists)
+	if extra != nil {
+		extra(fs)
+	}
 	if err := rejectTestFlags(fs, args); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, fromPflag(err)
+		return nil, nil, fromPflag(err)
 	}
 	if help {
-		return nil, ErrHelp
+		return nil, nil, ErrHelp
 	}
 	if c.ShowVersion {
-		return c, nil
+		return c, nil, nil
 	}
 	if rest := fs.Args(); len(rest) > 0 {
-		return nil, usageErr(strconv.Quote(rest[0]), "unexpected positional argument")
+		return nil, nil, usageErr(strconv.Quote(rest[0]), "unexpected positional argument")
 	}
 	source := map[string]string{}
 	if getenv != nil {
@@ -243,16 +260,16 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 			}
 			n, err := f.parse(raw)
 			if err != nil {
-				return nil, usageErr(f.env, err.Error())
+				return nil, nil, usageErr(f.env, err.Error())
 			}
 			*f.field(c) = n
 			source[f.name] = f.env
 		}
 	}
 	if err := c.check(source); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, source, nil
 }
 
 // Check reports the first problem with a Config built or changed in code

@@ -314,7 +314,7 @@ func TestHelp(t *testing.T) {
 	u := Usage()
 	var help bool
 	fs := newFlagSet("epbench")
-	bindConfig(fs, Default(), &help)
+	bindConfig(fs, Default(), &help, nil)
 	n := 0
 	fs.VisitAll(func(f *pflagFlag) {
 		n++
@@ -542,87 +542,6 @@ func TestFault(t *testing.T) {
 	errText(t, c.Check(), "--fault: rank -1 is outside [0, 256)")
 }
 
-func TestProtocolInline(t *testing.T) {
-	for _, c := range []struct {
-		p              Protocol
-		tokens, hidden int
-		want           bool
-	}{
-		{ProtocolAuto, 1, 7168, true},
-		{ProtocolAuto, 2, 7168, true}, // 28 KiB of rows
-		{ProtocolAuto, 3, 7168, false},
-		{ProtocolAuto, 128, 7168, false},
-		{ProtocolAuto, 1, 16384, true},
-		{ProtocolAuto, 2, 16384, false},
-		{ProtocolAuto, 15, 128, true}, // small rows: up to InlineMaxTokens
-		{ProtocolAuto, 16, 128, false},
-		{ProtocolInline, 15, 7168, true},
-		{ProtocolInline, 16, 7168, false}, // refused by Parse
-		{ProtocolFenced, 1, 7168, false},
-		{ProtocolLines, 1, 7168, false},
-	} {
-		if got := c.p.Inline(c.tokens, c.hidden); got != c.want {
-			t.Errorf("%v.Inline(%d, %d) = %v, want %v", c.p, c.tokens, c.hidden, got, c.want)
-		}
-	}
-}
-
-func TestProtocolDispatchLines(t *testing.T) {
-	for _, c := range []struct {
-		p      Protocol
-		tokens int
-		dt     DispatchDtype
-		nvlink bool
-		want   bool
-	}{
-		{ProtocolLines, 1, DtypeBF16, true, true},
-		{ProtocolLines, 4096, DtypeFP8E4M3, true, true},
-		{ProtocolLines, 128, DtypeBF16, false, false}, // lines needs NVLink
-		{ProtocolAuto, 128, DtypeBF16, true, true},
-		{ProtocolAuto, 3, DtypeBF16, true, true},
-		{ProtocolAuto, 2, DtypeBF16, true, false}, // inline
-		{ProtocolAuto, 128, DtypeFP8E4M3, true, false},
-		{ProtocolAuto, 128, DtypeBF16, false, false},
-		{ProtocolFenced, 128, DtypeBF16, true, false},
-		{ProtocolInline, 128, DtypeBF16, true, false},
-	} {
-		if got := c.p.DispatchLines(c.tokens, 7168, c.dt, c.nvlink); got != c.want {
-			t.Errorf("%v.DispatchLines(%d, 7168, %v, nvlink %v) = %v, want %v", c.p, c.tokens, c.dt, c.nvlink, got, c.want)
-		}
-	}
-	equal(t, "lines", ProtocolLines.String())
-}
-
-func TestProtocolCombineLines(t *testing.T) {
-	for _, c := range []struct {
-		p      Protocol
-		tokens int
-		nvlink bool
-		want   bool
-	}{
-		{ProtocolAuto, 128, true, true},
-		{ProtocolAuto, 3, true, true},
-		{ProtocolAuto, 2, true, false}, // inline
-		{ProtocolAuto, 128, false, false},
-		{ProtocolLines, 1, true, true},
-		{ProtocolLines, 128, false, false},
-		{ProtocolFenced, 128, true, false},
-		{ProtocolInline, 128, true, false},
-	} {
-		if got := c.p.CombineLines(c.tokens, 7168, c.nvlink); got != c.want {
-			t.Errorf("%v.CombineLines(%d, 7168, nvlink %v) = %v, want %v", c.p, c.tokens, c.nvlink, got, c.want)
-		}
-	}
-}
-
-func TestProtocolInlineUpTo(t *testing.T) {
-	equal(t, 2, ProtocolAuto.InlineUpTo(7168))
-	equal(t, 0, ProtocolAuto.InlineUpTo(0))
-	equal(t, 0, ProtocolFenced.InlineUpTo(7168))
-	equal(t, InlineMaxTokens, ProtocolInline.InlineUpTo(7168))
-	equal(t, InlineMaxTokens, ProtocolAuto.InlineUpTo(128))
-}
-
 func TestProtocolNamesRoundTrip(t *testing.T) {
 	for p := ProtocolAuto; p <= ProtocolLines; p++ {
 		got, err := parseProtocol(p.String())
@@ -631,31 +550,4 @@ func TestProtocolNamesRoundTrip(t *testing.T) {
 		}
 	}
 	equal(t, "Protocol(9)", Protocol(9).String())
-}
-
-func TestGrid(t *testing.T) {
-	auto := Default()
-	for _, c := range []struct {
-		cfg          func(*Config)
-		grid, tokens int
-		want         int
-	}{
-		{nil, 132, 1, 16}, // inline: 16 blocks per token
-		{nil, 132, 2, 32},
-		{nil, 132, 3, 132}, // lines or fenced: the set-up's grid
-		{nil, 8, 1, 8},     // never more than the set-up's
-		{func(c *Config) { c.NumBlocks = 132 }, 132, 1, 132},
-		{func(c *Config) { c.Protocol = ProtocolFenced }, 132, 1, 132},
-		{func(c *Config) { c.Protocol = ProtocolInline }, 132, 15, 132},
-		{func(c *Config) { c.Protocol = ProtocolInline }, 132, 4, 64},
-		{func(c *Config) { c.Hidden = 128 }, 132, 15, 132}, // auto inline up to 15 tokens of small rows
-	} {
-		cfg := *auto
-		if c.cfg != nil {
-			c.cfg(&cfg)
-		}
-		if got := cfg.Grid(c.grid, c.tokens); got != c.want {
-			t.Errorf("%+v: Grid(%d, %d) = %d, want %d", cfg.Protocol, c.grid, c.tokens, got, c.want)
-		}
-	}
 }

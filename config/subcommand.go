@@ -17,7 +17,7 @@ var Subcommands = []string{"routing", "compare", "devices", "sweep", "plot", "ve
 func Subcommand(args []string) (name string, rest []string) {
 	var help bool
 	main := newFlagSet("epbench")
-	bindConfig(main, Default(), &help)
+	bindConfig(main, Default(), &help, nil)
 	routing := newFlagSet("routing")
 	bindRouting(routing, &RoutingArgs{}, &help)
 

@@ -183,7 +183,7 @@ type Protocol int
 
 const (
 	// ProtocolAuto (the default): inline for the smallest operations
-	// (InlineMaxBytes); above that, between GPUs that all reach each other
+	// (kernels.InlineMaxBytes); above that, between GPUs that all reach each other
 	// over NVLink, lines for a BF16 dispatch and a rank_local_reduce
 	// combine; fenced otherwise.
 	ProtocolAuto Protocol = iota
@@ -223,76 +223,10 @@ func parseProtocol(s string) (Protocol, error) {
 	return 0, fmt.Errorf("unknown value %q (want auto, inline, fenced or lines)", s)
 }
 
-// InlineMaxBytes is the most row bytes per rank (tokens × hidden × 2) for
-// which ProtocolAuto picks the inline protocol. Measured on 2 H200s
-// (docs/PERF.md): at one token of 7168 channels inline saves about 1 us per
-// operation; at 8 tokens and more its doubled bytes and polling cost as
-// much or more, so auto keeps it to one or two tokens.
-const InlineMaxBytes = 32 << 10
-
 // InlineMaxTokens is the most tokens per rank the inline protocol takes:
 // its kernels spread every token's row over the grid and keep a table of
 // every selection in each block (kSpreadTokens - 1 in kernels/ll.cu).
 const InlineMaxTokens = 15
-
-// InlineBlocksPerToken is the automatic grid of an inline operation: 16
-// blocks per token. At one token, 16 blocks measured 0.2-0.4 us faster per
-// kernel than one per SM on one H200, and 8 blocks ~0.5 us faster at EP2
-// with earlier kernels (docs/PERF.md, kernels v16); the rows of so few
-// tokens still leave from 16 SMs per token.
-const InlineBlocksPerToken = 16
-
-// Grid is the grid of an operation of `tokens` tokens on a set-up that
-// launches `grid` blocks (--num-blocks, or one per SM): that, or without
-// --num-blocks, for an inline operation, InlineBlocksPerToken per token.
-func (c *Config) Grid(grid, tokens int) int {
-	if c.NumBlocks == 0 && c.Protocol.Inline(tokens, c.Hidden) {
-		return min(grid, InlineBlocksPerToken*tokens)
-	}
-	return grid
-}
-
-// InlineUpTo is the most tokens per rank of `hidden` channels for which
-// operations use the inline protocol (0: none).
-func (p Protocol) InlineUpTo(hidden int) int {
-	switch p {
-	case ProtocolInline:
-		return InlineMaxTokens
-	case ProtocolAuto:
-		if hidden > 0 {
-			return min(InlineMaxBytes/(2*hidden), InlineMaxTokens)
-		}
-	}
-	return 0
-}
-
-// Inline reports whether operations of `tokens` tokens of `hidden` channels
-// use the inline protocol.
-func (p Protocol) Inline(tokens, hidden int) bool { return tokens <= p.InlineUpTo(hidden) }
-
-// DispatchLines reports whether a dispatch of `tokens` tokens of `hidden`
-// channels uses the lines protocol, given its dtype and whether every pair of
-// GPUs is linked by NVLink (the GPU backend also checks that its messages fit
-// their slots). Auto keeps FP8 fenced: its sender quantises word by word and
-// measured slower in lines (docs/PERF.md).
-func (p Protocol) DispatchLines(tokens, hidden int, dt DispatchDtype, nvlink bool) bool {
-	if !nvlink || p.Inline(tokens, hidden) {
-		return false
-	}
-	return p == ProtocolLines || (p == ProtocolAuto && dt == DtypeBF16)
-}
-
-// CombineLines reports whether a combine of `tokens` tokens of `hidden`
-// channels sends its rows in the lines protocol: only over NVLink, where
-// auto picks it for either combine mode and dispatch dtype (the rows are
-// bf16 either way): rank_local_reduce's partials, and direct_send's expert
-// rows, which the source adds as they land instead of after one release.
-func (p Protocol) CombineLines(tokens, hidden int, nvlink bool) bool {
-	if !nvlink || p.Inline(tokens, hidden) {
-		return false
-	}
-	return p == ProtocolLines || p == ProtocolAuto
-}
 
 // Compute is what runs the operations (--backend): the CUDA kernels or the
 // CPU reference.

@@ -9,7 +9,7 @@ import (
 func Usage() string {
 	var help bool
 	fs := newFlagSet("epbench")
-	bindConfig(fs, Default(), &help)
+	bindConfig(fs, Default(), &help, nil)
 
 	var b strings.Builder
 	b.WriteString(`Usage: epbench [flags]

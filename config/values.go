@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,6 +97,32 @@ func (f intFlag) bind(fs *pflag.FlagSet, p *int) {
 				return err
 			}
 			*p = n
+			return nil
+		},
+	}
+	fs.VarP(v, f.name, f.short, f.helpText())
+}
+
+// bindList binds the flag to a comma-separated list of values, each parsed
+// as the flag parses one; the first value is also stored in *p.
+func (f intFlag) bindList(fs *pflag.FlagSet, p *int, list *[]int) {
+	*p = f.def
+	v := &value{
+		kind: "list",
+		get:  func() string { return strconv.Itoa(*p) },
+		set: func(s string) error {
+			var vals []int
+			for _, raw := range strings.Split(s, ",") {
+				n, err := f.parse(strings.TrimSpace(raw))
+				if err != nil {
+					return err
+				}
+				if slices.Contains(vals, n) {
+					return fmt.Errorf("%d is listed twice", n)
+				}
+				vals = append(vals, n)
+			}
+			*list, *p = vals, vals[0]
 			return nil
 		},
 	}

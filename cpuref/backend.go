@@ -8,6 +8,7 @@ import (
 
 	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/routing"
 )
 
@@ -71,7 +72,7 @@ const (
 type Backend struct {
 	comm    Exchanger
 	timeout time.Duration // bound of every exchange (--timeout-ms)
-	shape   bench.Shape
+	shape   ll.Shape
 	rank    int
 	R, T    int
 	H, K    int
@@ -133,7 +134,7 @@ var _ bench.Backend = (*Backend)(nil)
 // shared by all routings because they depend on the rank only) and
 // allocates every buffer the operations use, so that Dispatch and Combine
 // allocate nothing.
-func New(comm Exchanger, shape bench.Shape, cfg *config.Config) (*Backend, error) {
+func New(comm Exchanger, shape ll.Shape, cfg *config.Config) (*Backend, error) {
 	if comm == nil {
 		return nil, errors.New("cpuref: no communicator")
 	}
@@ -186,7 +187,7 @@ func New(comm Exchanger, shape bench.Shape, cfg *config.Config) (*Backend, error
 	return b, nil
 }
 
-func checkShape(s bench.Shape, comm Exchanger) error {
+func checkShape(s ll.Shape, comm Exchanger) error {
 	switch {
 	case s.Ranks != comm.Size():
 		return fmt.Errorf("cpuref: shape has %d ranks, the communicator %d", s.Ranks, comm.Size())
@@ -368,11 +369,11 @@ func fill[T any](s []T, v T) {
 
 // Outputs returns copies of this rank's outputs: RecvX for BF16 dispatch,
 // RecvFP8 and RecvScales for FP8, and the rest always.
-func (b *Backend) Outputs() (*bench.Outputs, error) {
+func (b *Backend) Outputs() (*ll.Outputs, error) {
 	if b.closed {
 		return nil, ErrClosed
 	}
-	return &bench.Outputs{
+	return &ll.Outputs{
 		RecvX:       clone(b.recvX),
 		RecvFP8:     clone(b.recvFP8),
 		RecvScales:  clone(b.recvScales),

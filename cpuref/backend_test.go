@@ -6,9 +6,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/bf16"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/validate"
 )
 
@@ -22,24 +22,24 @@ var (
 )
 
 func TestNewRejectsBadShapes(t *testing.T) {
-	good := bench.Shape{Ranks: 1, Rank: 0, Tokens: 4, Hidden: 256, TopK: 2, Experts: 4}
+	good := ll.Shape{Ranks: 1, Rank: 0, Tokens: 4, Hidden: 256, TopK: 2, Experts: 4}
 	cfg := testConfig(config.DtypeBF16, config.RankLocalReduce, 1)
 	cases := []struct {
 		name string
 		comm Exchanger
-		edit func(s *bench.Shape, c *config.Config)
+		edit func(s *ll.Shape, c *config.Config)
 		want string
 	}{
 		{"no comm", nil, nil, "cpuref: no communicator"},
-		{"ranks", loopback{}, func(s *bench.Shape, c *config.Config) { s.Ranks = 2 }, "shape has 2 ranks, the communicator 1"},
-		{"rank", loopback{}, func(s *bench.Shape, c *config.Config) { s.Rank = 1 }, "shape is for rank 1"},
-		{"hidden 128", loopback{}, func(s *bench.Shape, c *config.Config) { s.Hidden = 128 }, "hidden 128 must be a multiple of 128 in [256, 16384]"},
-		{"hidden 300", loopback{}, func(s *bench.Shape, c *config.Config) { s.Hidden = 300 }, "hidden 300"},
-		{"tokens", loopback{}, func(s *bench.Shape, c *config.Config) { s.Tokens = 0 }, "tokens 0 outside"},
-		{"top-k", loopback{}, func(s *bench.Shape, c *config.Config) { s.TopK = 5 }, "top-k 5 outside [1, min(32, experts 4)]"},
-		{"experts", loopback{}, func(s *bench.Shape, c *config.Config) { s.Experts = 0 }, "experts 0"},
-		{"dtype", loopback{}, func(s *bench.Shape, c *config.Config) { c.DispatchDtype = 7 }, "unsupported dispatch dtype"},
-		{"mode", loopback{}, func(s *bench.Shape, c *config.Config) { c.CombineMode = 7 }, "unsupported combine mode"},
+		{"ranks", loopback{}, func(s *ll.Shape, c *config.Config) { s.Ranks = 2 }, "shape has 2 ranks, the communicator 1"},
+		{"rank", loopback{}, func(s *ll.Shape, c *config.Config) { s.Rank = 1 }, "shape is for rank 1"},
+		{"hidden 128", loopback{}, func(s *ll.Shape, c *config.Config) { s.Hidden = 128 }, "hidden 128 must be a multiple of 128 in [256, 16384]"},
+		{"hidden 300", loopback{}, func(s *ll.Shape, c *config.Config) { s.Hidden = 300 }, "hidden 300"},
+		{"tokens", loopback{}, func(s *ll.Shape, c *config.Config) { s.Tokens = 0 }, "tokens 0 outside"},
+		{"top-k", loopback{}, func(s *ll.Shape, c *config.Config) { s.TopK = 5 }, "top-k 5 outside [1, min(32, experts 4)]"},
+		{"experts", loopback{}, func(s *ll.Shape, c *config.Config) { s.Experts = 0 }, "experts 0"},
+		{"dtype", loopback{}, func(s *ll.Shape, c *config.Config) { c.DispatchDtype = 7 }, "unsupported dispatch dtype"},
+		{"mode", loopback{}, func(s *ll.Shape, c *config.Config) { c.CombineMode = 7 }, "unsupported combine mode"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -59,7 +59,7 @@ func TestNewRejectsBadShapes(t *testing.T) {
 }
 
 func TestLifecycleErrors(t *testing.T) {
-	shape := bench.Shape{Ranks: 1, Tokens: 4, Hidden: 256, TopK: 2, Experts: 4}
+	shape := ll.Shape{Ranks: 1, Tokens: 4, Hidden: 256, TopK: 2, Experts: 4}
 	b, err := New(loopback{}, shape, testConfig(config.DtypeBF16, config.DirectSend, 2))
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestLifecycleErrors(t *testing.T) {
 
 // TestNoAllocation: after New, Dispatch and Combine allocate nothing.
 func TestNoAllocation(t *testing.T) {
-	shape := bench.Shape{Ranks: 1, Tokens: 16, Hidden: 256, TopK: 4, Experts: 8}
+	shape := ll.Shape{Ranks: 1, Tokens: 16, Hidden: 256, TopK: 4, Experts: 8}
 	for _, dtype := range dtypes {
 		for _, mode := range modes {
 			b, err := New(loopback{}, shape, testConfig(dtype, mode, 2))
@@ -141,10 +141,10 @@ func TestNoAllocation(t *testing.T) {
 // runGroup runs Dispatch and Combine of routing j on every rank of an
 // in-process group and returns each rank's outputs. prepare may adjust a
 // backend (its routing) before the run.
-func runGroup(t *testing.T, shape bench.Shape, cfg *config.Config, j int, prepare func(b *Backend)) []*bench.Outputs {
+func runGroup(t *testing.T, shape ll.Shape, cfg *config.Config, j int, prepare func(b *Backend)) []*ll.Outputs {
 	t.Helper()
 	group := newChanGroup(shape.Ranks)
-	outs := make([]*bench.Outputs, shape.Ranks)
+	outs := make([]*ll.Outputs, shape.Ranks)
 	errs := make([]error, shape.Ranks)
 	var wg sync.WaitGroup
 	for r := range group {
@@ -178,7 +178,7 @@ func runGroup(t *testing.T, shape bench.Shape, cfg *config.Config, j int, prepar
 // TestInProcessGroupValidates runs small jobs with goroutine ranks and
 // checks every rank with package validate.
 func TestInProcessGroupValidates(t *testing.T) {
-	shapes := []bench.Shape{
+	shapes := []ll.Shape{
 		{Ranks: 1, Tokens: 5, Hidden: 256, TopK: 3, Experts: 4},
 		{Ranks: 2, Tokens: 9, Hidden: 256, TopK: 4, Experts: 8},
 		{Ranks: 4, Tokens: 6, Hidden: 384, TopK: 3, Experts: 8},
@@ -214,7 +214,7 @@ func TestInProcessGroupValidates(t *testing.T) {
 // bf16(-128.625) = -129 and rank_local_reduce bf16(bf16(-128.5) - 0.125) =
 // -128. The backend must produce both, bit for bit.
 func TestCombineOrderInBackend(t *testing.T) {
-	shape := bench.Shape{Ranks: 2, Tokens: 1, Hidden: 256, TopK: 3, Experts: 4}
+	shape := ll.Shape{Ranks: 2, Tokens: 1, Hidden: 256, TopK: 3, Experts: 4}
 	routingOf := [][]int64{{0, 2, 1}, {3, 1, -1}}
 	prepare := func(b *Backend) {
 		b.topk[0] = routingOf[b.rank]
@@ -241,7 +241,7 @@ func TestCombineOrderInBackend(t *testing.T) {
 // small partials each vanish in a tie to even and bf16 gives -1; summed in
 // reverse they add up to -2^-23, which tips the bf16 rounding to -1-2^-7.
 func TestCombineRankOrderInBackend(t *testing.T) {
-	shape := bench.Shape{Ranks: 4, Tokens: 1, Hidden: 256, TopK: 4, Experts: 4}
+	shape := ll.Shape{Ranks: 4, Tokens: 1, Hidden: 256, TopK: 4, Experts: 4}
 	routingOf := [][]int64{{0, 1, 2, 3}, {1, -1, -1, -1}, {2, -1, -1, -1}, {3, -1, -1, -1}}
 	w := []float32{0x1p-7, 0x1p-15, 0x1p-31, 0x1p-31}
 	prepare := func(b *Backend) {

@@ -8,27 +8,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/mpi"
 	"github.com/epbench/epbench/validate"
 )
 
 // jobShapes are sized for every job size (experts divisible by 1, 2 and 4).
-var jobShapes = []bench.Shape{
+var jobShapes = []ll.Shape{
 	{Tokens: 32, Hidden: 1024, TopK: 4, Experts: 16},
 	{Tokens: 1, Hidden: 256, TopK: 4, Experts: 8},
 	{Tokens: 7, Hidden: 256, TopK: 1, Experts: 4},
 	{Tokens: 5, Hidden: 384, TopK: 8, Experts: 8},
 }
 
-func onWorld(shape bench.Shape) bench.Shape {
+func onWorld(shape ll.Shape) ll.Shape {
 	shape.Ranks, shape.Rank = mpi.World().Size(), mpi.World().Rank()
 	return shape
 }
 
 // runOnce runs Poison, Dispatch(j), Combine(j), Sync and returns the outputs.
-func runOnce(b *Backend, j int) (*bench.Outputs, error) {
+func runOnce(b *Backend, j int) (*ll.Outputs, error) {
 	for _, step := range []func() error{b.Poison, func() error { return b.Dispatch(j) }, func() error { return b.Combine(j) }, b.Sync} {
 		if err := step(); err != nil {
 			return nil, err
@@ -53,7 +53,7 @@ func TestMPIDispatchCombineValidate(t *testing.T) {
 	})
 }
 
-func checkJob(t *testing.T, comm *mpi.Comm, name string, shape bench.Shape, cfg *config.Config) {
+func checkJob(t *testing.T, comm *mpi.Comm, name string, shape ll.Shape, cfg *config.Config) {
 	b, err := New(comm, shape, cfg)
 	if err != nil {
 		t.Errorf("%s: %v", name, err)
@@ -67,7 +67,7 @@ func checkJob(t *testing.T, comm *mpi.Comm, name string, shape bench.Shape, cfg 
 			return
 		}
 		local, _ := b.TopK(j)
-		all, err := validate.GatherTopK(comm, local)
+		all, err := comm.AllgatherInt64(local)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			return
@@ -77,7 +77,7 @@ func checkJob(t *testing.T, comm *mpi.Comm, name string, shape bench.Shape, cfg 
 		}
 		in := validate.Input{Shape: shape, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: all, Weights: b.Weights()}
 		rep := validate.Check(in, outs)
-		gd, gc, err := validate.Global(comm, rep)
+		gd, gc, err := globalVerdict(comm, rep)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			return
@@ -107,7 +107,7 @@ func checkJob(t *testing.T, comm *mpi.Comm, name string, shape bench.Shape, cfg 
 
 // canonicalOrder checks the CPU reference's own promise: inside each local
 // expert, source ranks ascending and tokens ascending within a source.
-func canonicalOrder(s bench.Shape, o *bench.Outputs) string {
+func canonicalOrder(s ll.Shape, o *ll.Outputs) string {
 	L, RT := s.LocalExperts(), s.Ranks*s.Tokens
 	for l := 0; l < L; l++ {
 		next := int64(0)
@@ -146,7 +146,7 @@ func TestMPICorruptionIsCaught(t *testing.T) {
 				continue
 			}
 			local, _ := b.TopK(0)
-			all, err := validate.GatherTopK(mpi.World(), local)
+			all, err := mpi.World().AllgatherInt64(local)
 			if err != nil {
 				t.Errorf("%v: %v", dtype, err)
 				continue
@@ -167,11 +167,11 @@ func TestMPICorruptionIsCaught(t *testing.T) {
 
 type corruption struct {
 	name  string
-	edit  func(o *bench.Outputs)
+	edit  func(o *ll.Outputs)
 	wants []string
 }
 
-func corruptions(t *testing.T, in validate.Input, good *bench.Outputs) {
+func corruptions(t *testing.T, in validate.Input, good *ll.Outputs) {
 	s := in.Shape
 	L, RT, H, R := s.LocalExperts(), s.Ranks*s.Tokens, s.Hidden, s.Ranks
 	l := slices.IndexFunc(good.RecvCount, func(n int32) bool { return n > 1 })
@@ -182,30 +182,30 @@ func corruptions(t *testing.T, in validate.Input, good *bench.Outputs) {
 		expert := fmt.Sprintf("rank %d, expert %d (local %d): ", s.Rank, e, l)
 		src := slices.IndexFunc(good.LayoutRange[l*R:(l+1)*R], func(v int64) bool { return v&0xffffffff > 0 })
 		cases = append(cases,
-			corruption{"recv_count", func(o *bench.Outputs) { o.RecvCount[l]-- }, []string{expert + "recv_count is"}},
-			corruption{"layout_range count", func(o *bench.Outputs) { o.LayoutRange[l*R+src]++ },
+			corruption{"recv_count", func(o *ll.Outputs) { o.RecvCount[l]-- }, []string{expert + "recv_count is"}},
+			corruption{"layout_range count", func(o *ll.Outputs) { o.LayoutRange[l*R+src]++ },
 				[]string{expert + fmt.Sprintf("layout_range of source rank %d has count", src)}},
-			corruption{"layout_range begin", func(o *bench.Outputs) { o.LayoutRange[l*R+src] += 1 << 32 }, []string{"layout_range"}},
-			corruption{"src_info", func(o *bench.Outputs) { o.SrcInfo[l*RT+1] = int32(s.Tokens) },
+			corruption{"layout_range begin", func(o *ll.Outputs) { o.LayoutRange[l*R+src] += 1 << 32 }, []string{"layout_range"}},
+			corruption{"src_info", func(o *ll.Outputs) { o.SrcInfo[l*RT+1] = int32(s.Tokens) },
 				[]string{at(1) + fmt.Sprintf("src_info is token %d, outside", s.Tokens)}},
-			corruption{"src_info duplicate", func(o *bench.Outputs) { o.SrcInfo[l*RT+1] = o.SrcInfo[l*RT] }, []string{at(1)}},
+			corruption{"src_info duplicate", func(o *ll.Outputs) { o.SrcInfo[l*RT+1] = o.SrcInfo[l*RT] }, []string{at(1)}},
 		)
 		if in.Dtype == config.DtypeFP8E4M3 {
 			cases = append(cases,
-				corruption{"fp8 byte", func(o *bench.Outputs) { o.RecvFP8[(l*RT+1)*H+9] ^= 0x01 }, []string{at(1) + "column 9 is E4M3"}},
-				corruption{"fp8 scale", func(o *bench.Outputs) { o.RecvScales[(l*RT+1)*H/128] *= 2 }, []string{at(1) + "scale of columns [0, 128)"}},
+				corruption{"fp8 byte", func(o *ll.Outputs) { o.RecvFP8[(l*RT+1)*H+9] ^= 0x01 }, []string{at(1) + "column 9 is E4M3"}},
+				corruption{"fp8 scale", func(o *ll.Outputs) { o.RecvScales[(l*RT+1)*H/128] *= 2 }, []string{at(1) + "scale of columns [0, 128)"}},
 			)
 		} else {
 			cases = append(cases,
-				corruption{"row byte", func(o *bench.Outputs) { o.RecvX[(l*RT+1)*H+9] ^= 0x0100 }, []string{at(1) + "column 9 is"}},
-				corruption{"token id column", func(o *bench.Outputs) { o.RecvX[(l*RT+1)*H+H-1] ^= 0x0001 }, []string{at(1) + fmt.Sprintf("column %d is", H-1)}},
+				corruption{"row byte", func(o *ll.Outputs) { o.RecvX[(l*RT+1)*H+9] ^= 0x0100 }, []string{at(1) + "column 9 is"}},
+				corruption{"token id column", func(o *ll.Outputs) { o.RecvX[(l*RT+1)*H+H-1] ^= 0x0001 }, []string{at(1) + fmt.Sprintf("column %d is", H-1)}},
 			)
 		}
 	} else {
 		t.Logf("rank %d: no local expert with two rows; row corruptions skipped", s.Rank)
 	}
 	tok, col := s.Tokens-1, H/2+3
-	cases = append(cases, corruption{"combine output", func(o *bench.Outputs) { o.Out[tok*H+col] ^= 0x0004 },
+	cases = append(cases, corruption{"combine output", func(o *ll.Outputs) { o.Out[tok*H+col] ^= 0x0004 },
 		[]string{fmt.Sprintf("rank %d, token %d, column %d: got ", s.Rank, tok, col)}})
 
 	for _, c := range cases {
@@ -224,8 +224,8 @@ func corruptions(t *testing.T, in validate.Input, good *bench.Outputs) {
 	}
 }
 
-func deepCopy(o *bench.Outputs) *bench.Outputs {
-	return &bench.Outputs{
+func deepCopy(o *ll.Outputs) *ll.Outputs {
+	return &ll.Outputs{
 		RecvX: slices.Clone(o.RecvX), RecvFP8: slices.Clone(o.RecvFP8), RecvScales: slices.Clone(o.RecvScales),
 		RecvCount: slices.Clone(o.RecvCount), SrcInfo: slices.Clone(o.SrcInfo), LayoutRange: slices.Clone(o.LayoutRange),
 		Out: slices.Clone(o.Out),
@@ -338,4 +338,20 @@ func errorsOf(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// globalVerdict is the verdict of every rank: a check passes only where it
+// passed on all of them (ep_bench's MPI_Allreduce MIN).
+func globalVerdict(c *mpi.Comm, rep validate.Report) (dispatchOK, combineOK bool, err error) {
+	b := func(ok bool) int32 {
+		if ok {
+			return 1
+		}
+		return 0
+	}
+	v, err := c.AllreduceInt32([]int32{b(rep.DispatchOK), b(rep.CombineOK)}, mpi.Min)
+	if err != nil {
+		return false, false, err
+	}
+	return v[0] == 1, v[1] == 1, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 )
 
 // TestSilentPeerTimesOut: rank 1 of an in-process pair never dispatches;
@@ -16,7 +17,7 @@ func TestSilentPeerTimesOut(t *testing.T) {
 	g := newChanGroup(2)
 	cfg := testConfig(config.DtypeBF16, config.RankLocalReduce, 1)
 	cfg.TimeoutMs = 100
-	b, err := New(g[0], bench.Shape{Ranks: 2, Rank: 0, Tokens: 4, Hidden: 256, TopK: 2, Experts: 4}, cfg)
+	b, err := New(g[0], ll.Shape{Ranks: 2, Rank: 0, Tokens: 4, Hidden: 256, TopK: 2, Experts: 4}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

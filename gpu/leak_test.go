@@ -8,8 +8,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/mpi"
 )
 
@@ -83,7 +83,7 @@ func TestNoLeakOverSetupTeardownCycles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	shape := bench.Shape{Ranks: size, Rank: g.Rank(), Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256}
+	shape := ll.Shape{Ranks: size, Rank: g.Rank(), Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256}
 	cfg := config.Default()
 	cfg.Reroute = 2
 

@@ -12,18 +12,14 @@ import (
 // of each kernel is summarised on stderr when the backend closes.
 const TraceEnv = "EPBENCH_TRACE"
 
-// traceCalls is how many calls of each kernel keep their stamps: the
-// buffers are used in turn.
-const traceCalls = 64
-
-func (b *Backend) traceSlot() int { return b.grid * kernels.TracePoints * 8 }
+func (b *Backend) traceSlot() int { return int(b.plan.TraceBytes()) }
 
 // traceAt is the stamps of call number `call` (0 when tracing is off).
 func (b *Backend) traceAt(base, call uint64) uint64 {
 	if base == 0 {
 		return 0
 	}
-	return base + call%traceCalls*uint64(b.traceSlot())
+	return base + call%kernels.TraceCalls*uint64(b.traceSlot())
 }
 
 // printTrace summarises the last call of each kernel per phase, then prints
@@ -31,16 +27,16 @@ func (b *Backend) traceAt(base, call uint64) uint64 {
 // can be read from them; skew between ranks cannot: the GPUs' globaltimer
 // clocks were measured ~8 us apart on one node (docs/PERF.md).
 func (b *Backend) printTrace() {
-	if b.traceD == 0 {
+	if b.mem.traceD == 0 {
 		return
 	}
-	size := traceCalls * b.traceSlot()
+	size := kernels.TraceCalls * b.traceSlot()
 	for op, k := range []struct {
 		name   string
 		ptr    uint64
 		calls  uint64
 		phases []string
-	}{{"dispatch", b.traceD, b.callsD, kernels.DispatchPhases}, {"combine", b.traceC, b.callsC, kernels.CombinePhases}} {
+	}{{"dispatch", b.mem.traceD, b.callsD, kernels.DispatchPhases}, {"combine", b.mem.traceC, b.callsC, kernels.CombinePhases}} {
 		if k.calls == 0 {
 			continue
 		}
@@ -50,14 +46,14 @@ func (b *Backend) printTrace() {
 			return
 		}
 		slot := func(call uint64) []byte {
-			o := int(call%traceCalls) * b.traceSlot()
+			o := int(call%kernels.TraceCalls) * b.traceSlot()
 			return raw[o : o+b.traceSlot()]
 		}
 		// A call's grid may be smaller than the slot's: the blocks past it
 		// hold an earlier call's stamps.
-		grid := func(call uint64) int { return b.traceGrids[op][call%traceCalls] }
+		grid := func(call uint64) int { return b.traceGrids[op][call%kernels.TraceCalls] }
 		kernels.TraceSummary(os.Stderr, b.shape.Rank, k.name, k.phases, slot(k.calls-1), grid(k.calls-1))
-		for c := k.calls - min(k.calls, traceCalls); c < k.calls; c++ {
+		for c := k.calls - min(k.calls, kernels.TraceCalls); c < k.calls; c++ {
 			start, end := kernels.TraceSpan(slot(c), grid(c))
 			fmt.Fprintf(os.Stderr, "epbench: trace rank %d %s call %d start %d end %d\n", b.shape.Rank, k.name, c, start, end)
 		}

@@ -8,28 +8,42 @@ import (
 	"github.com/epbench/epbench/kernels"
 )
 
-// Every protocol choice the configuration can make has a kernel module: the
-// launcher's choice is config's Inline, DispatchLines (which the launcher
-// may turn off when a lines message would not fit its slot) and
-// CombineLines, given to kernels.Choose.
-func TestEveryConfiguredChoiceHasAVariant(t *testing.T) {
+// Every protocol choice a plan can make has a kernel module, and every
+// module is some plan's choice.
+func TestEveryPlannedChoiceHasAVariant(t *testing.T) {
 	seen := map[kernels.Variant]bool{}
 	for _, p := range []config.Protocol{config.ProtocolAuto, config.ProtocolInline, config.ProtocolFenced, config.ProtocolLines} {
 		for _, dt := range []config.DispatchDtype{config.DtypeBF16, config.DtypeFP8E4M3} {
 			for _, ds := range []bool{false, true} {
 				for _, nvlink := range []bool{false, true} {
-					for _, tokens := range []int{1, 2, 3, 16, 128, 4096} {
-						for _, fits := range []bool{false, true} {
-							if p == config.ProtocolLines && !nvlink {
-								continue // refused at set-up
+					for _, hidden := range []int{128, 7168} {
+						cfg := config.Default()
+						cfg.Protocol, cfg.DispatchDtype, cfg.Hidden, cfg.Tokens = p, dt, hidden, 4096
+						if ds {
+							cfg.CombineMode = config.DirectSend
+						}
+						if p == config.ProtocolInline {
+							cfg.Tokens = config.InlineMaxTokens
+						}
+						plan, err := kernels.NewPlan(kernels.Setup{Cfg: cfg, Ranks: 2, NVLink: nvlink, Grid: 132})
+						if p == config.ProtocolLines && !nvlink {
+							if err == nil {
+								t.Fatal("--protocol lines without NVLink was planned")
 							}
-							inline := p.Inline(tokens, 7168)
-							dl := fits && p.DispatchLines(tokens, 7168, dt, nvlink)
-							v, err := kernels.Choose(inline, dl, p.CombineLines(tokens, 7168, nvlink), dt == config.DtypeFP8E4M3, ds)
+							continue
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, tokens := range []int{1, 2, 3, 15, 16, 128, 4096} {
+							if tokens > cfg.Tokens {
+								continue
+							}
+							l, err := plan.Launch(tokens)
 							if err != nil {
 								t.Fatalf("protocol %v, %v, direct_send %v, nvlink %v, %d tokens: %v", p, dt, ds, nvlink, tokens, err)
 							}
-							seen[v] = true
+							seen[l.Variant] = true
 						}
 					}
 				}
@@ -37,7 +51,7 @@ func TestEveryConfiguredChoiceHasAVariant(t *testing.T) {
 		}
 	}
 	if len(seen) != len(kernels.Variants()) {
-		t.Errorf("the configuration reaches %d of the %d variants built: a PTX file no launch uses", len(seen), len(kernels.Variants()))
+		t.Errorf("the plans reach %d of the %d variants built: a PTX file no launch uses", len(seen), len(kernels.Variants()))
 	}
 }
 

@@ -26,6 +26,11 @@ type Result struct {
 	PerRank []RankValues `json:"per_rank,omitempty"`
 }
 
+// Failed reports whether the run's validation failed on some rank.
+func (r *Result) Failed() bool {
+	return r.Validation != nil && !(r.Validation.GlobalDispatch && r.Validation.GlobalCombine)
+}
+
 // Config echoes the run's configuration in the header.
 type Config struct {
 	Algorithm string `json:"algorithm"` // LOW_LATENCY

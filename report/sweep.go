@@ -119,6 +119,17 @@ func WriteSweepRow(w io.Writer, s *Sweep, p SweepPoint) error {
 	return err
 }
 
+// WriteSweepPoint writes point i's line as a sweep measures it: the header
+// first, before point 0.
+func WriteSweepPoint(w io.Writer, s *Sweep, i int, p SweepPoint) error {
+	if i == 0 {
+		if err := WriteSweepHeader(w, s); err != nil {
+			return err
+		}
+	}
+	return WriteSweepRow(w, s, p)
+}
+
 // WriteSweepTable writes the header and every point's line.
 func WriteSweepTable(w io.Writer, s *Sweep) error {
 	if err := WriteSweepHeader(w, s); err != nil {

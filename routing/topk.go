@@ -1,8 +1,11 @@
 package routing
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"math"
+	"strconv"
 )
 
 const (
@@ -105,4 +108,22 @@ func checkRouting(tokens, experts, topk int) error {
 		return fmt.Errorf("routing: tokens*top-k (%d*%d) exceeds %d", tokens, topk, MaxSelections)
 	}
 	return nil
+}
+
+// WriteTopK writes a [tokens, topk] topk_idx as ep_bench's tools read it:
+// one token per line, values separated by single spaces, -1 for masked.
+func WriteTopK(out io.Writer, idx []int64, topk int) error {
+	w := bufio.NewWriter(out)
+	buf := make([]byte, 0, 16)
+	for i, v := range idx {
+		if i%topk > 0 {
+			w.WriteByte(' ')
+		}
+		buf = strconv.AppendInt(buf[:0], v, 10)
+		w.Write(buf)
+		if i%topk == topk-1 {
+			w.WriteByte('\n')
+		}
+	}
+	return w.Flush()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/mpi"
 )
 
 // Problem is what every program runs, in ep_bench's terms.
@@ -211,7 +212,7 @@ func Parse(args []string, env Env) (*Options, error) {
 
 // resolve checks the flags and fills in the defaults.
 func (f *flags) resolve(env Env) (*Options, error) {
-	if underLauncher() {
+	if mpi.UnderLauncher() {
 		return nil, usageErr("compare --run", "starts mpirun itself; run it directly, not under mpirun")
 	}
 	o := &Options{Problem: problemOf(&f.problem), KernelOnly: f.kernelOnly, JSONPath: f.jsonPath, DryRun: f.dryRun}
@@ -303,16 +304,6 @@ func firstSet(values ...string) string {
 		}
 	}
 	return ""
-}
-
-// underLauncher reports whether an MPI launcher started this process.
-func underLauncher() bool {
-	for _, n := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"} {
-		if _, ok := os.LookupEnv(n); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // parseLibs reads --ep-lib: names, "both", comma-separated, no repeats.

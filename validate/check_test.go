@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/bf16"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/routing"
 )
 
@@ -21,7 +21,7 @@ import (
 //	                   = bf16(-128.125) = -128
 func orderInput(mode config.CombineMode) Input {
 	return Input{
-		Shape: bench.Shape{Ranks: 2, Rank: 0, Tokens: 1, Hidden: 256, TopK: 3, Experts: 4},
+		Shape: ll.Shape{Ranks: 2, Rank: 0, Tokens: 1, Hidden: 256, TopK: 3, Experts: 4},
 		Mode:  mode,
 		// rank 0's token, then rank 1's token (experts 3, 1, -1).
 		TopK:    []int64{0, 2, 1, 3, 1, -1},
@@ -55,7 +55,7 @@ func TestCombineOrderMatters(t *testing.T) {
 // -1-2^-7).
 func TestRankOrderOfPartials(t *testing.T) {
 	in := Input{
-		Shape:   bench.Shape{Ranks: 4, Rank: 0, Tokens: 1, Hidden: 256, TopK: 4, Experts: 4},
+		Shape:   ll.Shape{Ranks: 4, Rank: 0, Tokens: 1, Hidden: 256, TopK: 4, Experts: 4},
 		Mode:    config.RankLocalReduce,
 		TopK:    []int64{0, 1, 2, 3, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1},
 		Weights: []float32{0x1p-7, 0x1p-15, 0x1p-31, 0x1p-31},
@@ -83,11 +83,11 @@ func TestWeightedAddRoundsTwice(t *testing.T) {
 
 // buildOutputs is a from-scratch model of a correct dispatch on rank
 // in.Shape.Rank (canonical order) plus the expected combine output.
-func buildOutputs(t *testing.T, in Input) *bench.Outputs {
+func buildOutputs(t *testing.T, in Input) *ll.Outputs {
 	t.Helper()
 	s := in.Shape
 	L, RT, H := s.LocalExperts(), s.Ranks*s.Tokens, s.Hidden
-	o := &bench.Outputs{
+	o := &ll.Outputs{
 		RecvCount:   make([]int32, L),
 		SrcInfo:     make([]int32, L*RT),
 		LayoutRange: make([]int64, L*s.Ranks),
@@ -137,7 +137,7 @@ func buildOutputs(t *testing.T, in Input) *bench.Outputs {
 
 func randomInput(t *testing.T, rank int, dtype config.DispatchDtype, mode config.CombineMode) Input {
 	t.Helper()
-	shape := bench.Shape{Ranks: 2, Rank: rank, Tokens: 8, Hidden: 256, TopK: 3, Experts: 4}
+	shape := ll.Shape{Ranks: 2, Rank: rank, Tokens: 8, Hidden: 256, TopK: 3, Experts: 4}
 	all, err := RoutingTopK(shape, 7, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestCheckAcceptsAnySourceOrder(t *testing.T) {
 	}
 }
 
-func firstRowExpert(t *testing.T, o *bench.Outputs) int {
+func firstRowExpert(t *testing.T, o *ll.Outputs) int {
 	t.Helper()
 	for l, n := range o.RecvCount {
 		if n > 0 {
@@ -207,19 +207,19 @@ func TestCheckNamesTheFailure(t *testing.T) {
 	cases := []struct {
 		name    string
 		dtype   config.DispatchDtype
-		corrupt func(o *bench.Outputs, l, RT, H int)
+		corrupt func(o *ll.Outputs, l, RT, H int)
 		want    []string
 	}{
-		{"row byte", config.DtypeBF16, func(o *bench.Outputs, l, RT, H int) { o.RecvX[(l*RT)*H+5] ^= 1 },
+		{"row byte", config.DtypeBF16, func(o *ll.Outputs, l, RT, H int) { o.RecvX[(l*RT)*H+5] ^= 1 },
 			[]string{"rank 1, expert", "row 0: column 5"}},
-		{"row of another rank", config.DtypeBF16, func(o *bench.Outputs, l, RT, H int) {
+		{"row of another rank", config.DtypeBF16, func(o *ll.Outputs, l, RT, H int) {
 			for c := 0; c < H-128; c++ {
 				o.RecvX[l*RT*H+c] = bf16.FromFloat32(-100)
 			}
 		}, []string{"row 0: row holds token", "of source rank 28"}},
-		{"recv_count", config.DtypeBF16, func(o *bench.Outputs, l, RT, H int) { o.RecvCount[l]++ },
+		{"recv_count", config.DtypeBF16, func(o *ll.Outputs, l, RT, H int) { o.RecvCount[l]++ },
 			[]string{"rank 1, expert", "recv_count is"}},
-		{"layout_range count", config.DtypeBF16, func(o *bench.Outputs, l, RT, H int) {
+		{"layout_range count", config.DtypeBF16, func(o *ll.Outputs, l, RT, H int) {
 			for s := 0; s < 2; s++ {
 				if o.LayoutRange[l*2+s]&0xffffffff > 0 {
 					o.LayoutRange[l*2+s]--
@@ -227,7 +227,7 @@ func TestCheckNamesTheFailure(t *testing.T) {
 				}
 			}
 		}, []string{"rank 1, expert", "layout_range of source rank", "has count"}},
-		{"layout_range begin", config.DtypeBF16, func(o *bench.Outputs, l, RT, H int) {
+		{"layout_range begin", config.DtypeBF16, func(o *ll.Outputs, l, RT, H int) {
 			for s := 0; s < 2; s++ {
 				if o.LayoutRange[l*2+s]&0xffffffff > 0 {
 					o.LayoutRange[l*2+s] += 1 << 32
@@ -235,14 +235,14 @@ func TestCheckNamesTheFailure(t *testing.T) {
 				}
 			}
 		}, []string{"rank 1, expert", "layout_range"}},
-		{"src_info", config.DtypeBF16, func(o *bench.Outputs, l, RT, H int) { o.SrcInfo[l*RT] = 99 },
+		{"src_info", config.DtypeBF16, func(o *ll.Outputs, l, RT, H int) { o.SrcInfo[l*RT] = 99 },
 			[]string{"row 0: src_info is token 99"}},
-		{"src_info other token", config.DtypeBF16, func(o *bench.Outputs, l, RT, H int) {
+		{"src_info other token", config.DtypeBF16, func(o *ll.Outputs, l, RT, H int) {
 			o.SrcInfo[l*RT] = (o.SrcInfo[l*RT] + 1) % 8
 		}, []string{"rank 1, expert", "row 0:"}},
-		{"fp8 byte", config.DtypeFP8E4M3, func(o *bench.Outputs, l, RT, H int) { o.RecvFP8[l*RT*H+7] ^= 0x10 },
+		{"fp8 byte", config.DtypeFP8E4M3, func(o *ll.Outputs, l, RT, H int) { o.RecvFP8[l*RT*H+7] ^= 0x10 },
 			[]string{"rank 1, expert", "row 0: column 7 is E4M3"}},
-		{"fp8 scale", config.DtypeFP8E4M3, func(o *bench.Outputs, l, RT, H int) {
+		{"fp8 scale", config.DtypeFP8E4M3, func(o *ll.Outputs, l, RT, H int) {
 			o.RecvScales[l*RT*H/128+1] = math.Nextafter32(o.RecvScales[l*RT*H/128+1], 1)
 		}, []string{"row 0: scale of columns [128, 256)"}},
 	}
@@ -291,22 +291,22 @@ func TestCheckRejectsMalformedInput(t *testing.T) {
 	good := randomInput(t, 0, config.DtypeBF16, config.DirectSend)
 	cases := []struct {
 		name string
-		edit func(in *Input, o *bench.Outputs) *bench.Outputs
+		edit func(in *Input, o *ll.Outputs) *ll.Outputs
 		want string
 	}{
-		{"short topk", func(in *Input, o *bench.Outputs) *bench.Outputs { in.TopK = in.TopK[1:]; return o }, "topk_idx of all ranks has 47 entries, want 48"},
-		{"expert out of range", func(in *Input, o *bench.Outputs) *bench.Outputs {
+		{"short topk", func(in *Input, o *ll.Outputs) *ll.Outputs { in.TopK = in.TopK[1:]; return o }, "topk_idx of all ranks has 47 entries, want 48"},
+		{"expert out of range", func(in *Input, o *ll.Outputs) *ll.Outputs {
 			in.TopK = append([]int64{9}, in.TopK[1:]...)
 			return o
 		}, "topk_idx of rank 0, token 0, slot 0 is 9"},
-		{"bad rank", func(in *Input, o *bench.Outputs) *bench.Outputs { in.Shape.Rank = 2; return o }, "rank 2 outside [0, 2)"},
-		{"narrow hidden", func(in *Input, o *bench.Outputs) *bench.Outputs { in.Shape.Hidden = 128; return o }, "hidden 128"},
-		{"experts", func(in *Input, o *bench.Outputs) *bench.Outputs { in.Shape.Experts = 3; return o }, "experts 3"},
-		{"weights", func(in *Input, o *bench.Outputs) *bench.Outputs { in.Weights = []float32{1}; return o }, "weights have 1 entries, want 24"},
-		{"nil outputs", func(in *Input, o *bench.Outputs) *bench.Outputs { return nil }, "rank 0: no outputs"},
-		{"short recv_x", func(in *Input, o *bench.Outputs) *bench.Outputs { o.RecvX = o.RecvX[:10]; return o }, "recv_x has 10 elements"},
-		{"short out", func(in *Input, o *bench.Outputs) *bench.Outputs { o.Out = nil; return o }, "combine output has 0 elements"},
-		{"negative count", func(in *Input, o *bench.Outputs) *bench.Outputs { o.RecvCount[0] = -5; return o }, "recv_count is -5"},
+		{"bad rank", func(in *Input, o *ll.Outputs) *ll.Outputs { in.Shape.Rank = 2; return o }, "rank 2 outside [0, 2)"},
+		{"narrow hidden", func(in *Input, o *ll.Outputs) *ll.Outputs { in.Shape.Hidden = 128; return o }, "hidden 128"},
+		{"experts", func(in *Input, o *ll.Outputs) *ll.Outputs { in.Shape.Experts = 3; return o }, "experts 3"},
+		{"weights", func(in *Input, o *ll.Outputs) *ll.Outputs { in.Weights = []float32{1}; return o }, "weights have 1 entries, want 24"},
+		{"nil outputs", func(in *Input, o *ll.Outputs) *ll.Outputs { return nil }, "rank 0: no outputs"},
+		{"short recv_x", func(in *Input, o *ll.Outputs) *ll.Outputs { o.RecvX = o.RecvX[:10]; return o }, "recv_x has 10 elements"},
+		{"short out", func(in *Input, o *ll.Outputs) *ll.Outputs { o.Out = nil; return o }, "combine output has 0 elements"},
+		{"negative count", func(in *Input, o *ll.Outputs) *ll.Outputs { o.RecvCount[0] = -5; return o }, "recv_count is -5"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -349,7 +349,7 @@ func TestCalcDiff(t *testing.T) {
 }
 
 func TestRoutingTopKMatchesRouting(t *testing.T) {
-	shape := bench.Shape{Ranks: 3, Tokens: 5, TopK: 2, Experts: 6}
+	shape := ll.Shape{Ranks: 3, Tokens: 5, TopK: 2, Experts: 6}
 	all, err := RoutingTopK(shape, 1, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -373,15 +373,15 @@ func TestValidatorMatchesCheck(t *testing.T) {
 	v := Validator(in.Shape, cfg)
 	o := buildOutputs(t, in)
 	c, err := v(o, 0)
-	if err != nil || !c.DispatchOK || !c.CombineOK || c.Detail != "" {
+	if err != nil || !c.DispatchOK || !c.CombineOK || c.First != "" {
 		t.Fatalf("routing 0: %+v, %v", c, err)
 	}
 	// Routing 1 is another table: the same outputs no longer match.
-	if c, err := v(o, 1); err != nil || c.DispatchOK || !strings.HasPrefix(c.Detail, "rank 1, expert") {
+	if c, err := v(o, 1); err != nil || c.DispatchOK || !strings.HasPrefix(c.First, "rank 1, expert") {
 		t.Errorf("routing 1: %+v, %v", c, err)
 	}
 	o.Out[5] ^= 1
-	if c, _ := v(o, 0); c.CombineOK || !strings.HasPrefix(c.Detail, "rank 1, token 0, column 5: ") {
+	if c, _ := v(o, 0); c.CombineOK || !strings.HasPrefix(c.First, "rank 1, token 0, column 5: ") {
 		t.Errorf("corrupted output: %+v", c)
 	}
 }

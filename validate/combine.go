@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/bf16"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/routing"
 )
 
 // checkCombine compares the combine output with ExpectedOut bit for bit and
 // computes calc_diff.
-func checkCombine(in *Input, out *bench.Outputs) (string, float64) {
+func checkCombine(in *Input, out *ll.Outputs) (string, float64) {
 	s := in.Shape
 	if len(out.Out) != s.Tokens*s.Hidden {
 		return fmt.Sprintf("rank %d: combine output has %d elements, want %d", s.Rank, len(out.Out), s.Tokens*s.Hidden), math.NaN()

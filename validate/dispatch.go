@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/bf16"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/routing"
 )
 
@@ -14,7 +14,7 @@ import (
 // scratch rows.
 type dispatchChecker struct {
 	in   *Input
-	out  *bench.Outputs
+	out  *ll.Outputs
 	rank int
 	L    int
 	RT   int
@@ -29,7 +29,7 @@ type dispatchChecker struct {
 }
 
 // checkDispatch returns the first dispatch failure, or "".
-func checkDispatch(in *Input, out *bench.Outputs) string {
+func checkDispatch(in *Input, out *ll.Outputs) string {
 	s := in.Shape
 	d := &dispatchChecker{in: in, out: out, rank: s.Rank, L: s.LocalExperts(), RT: s.Ranks * s.Tokens, H: s.Hidden}
 	if msg := d.checkSizes(); msg != "" {

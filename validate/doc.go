@@ -1,5 +1,5 @@
 // Package validate checks one rank's low-latency dispatch and combine outputs
-// (bench.Outputs) against values it derives on its own from the routing and
+// (ll.Outputs) against values it derives on its own from the routing and
 // the validation inputs: every rank's topk_idx, this rank's top-k weights, and
 // the token rows of routing.TokenRow, which are a deterministic function of
 // (source rank, token). It shares no code with any backend, so a backend and
@@ -47,9 +47,9 @@
 //
 // # Across ranks
 //
-// Check is local to one rank. RoutingTopK regenerates every rank's topk_idx
-// for a routing from the seed, GatherTopK collects the tables a backend
-// actually used, and Global reduces the verdicts over ranks (ep_bench's
-// MPI_Allreduce MIN). Validator wraps RoutingTopK and Check into the
-// runner's bench.Validator.
+// Check is local to one rank, and so is everything here: RoutingTopK
+// regenerates every rank's topk_idx for a routing from the seed, and
+// Validator wraps RoutingTopK and Check into the check the runner calls.
+// The runner (package bench) reduces the verdicts over ranks (ep_bench's
+// MPI_Allreduce MIN).
 package validate

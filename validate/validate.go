@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/routing"
 )
 
@@ -16,7 +16,7 @@ const channelsPerScale = 128
 // Input is what the expected values are computed from.
 type Input struct {
 	// Shape is the job; Shape.Rank is the rank whose outputs are checked.
-	Shape bench.Shape
+	Shape ll.Shape
 	Dtype config.DispatchDtype
 	Mode  config.CombineMode
 	// TopK is the topk_idx of every rank for the routing in use,
@@ -50,7 +50,7 @@ type Report struct {
 
 // Check validates one rank's outputs. It never panics: inputs of the wrong
 // size make both checks fail with a message saying what was wrong.
-func Check(in Input, out *bench.Outputs) Report {
+func Check(in Input, out *ll.Outputs) Report {
 	rep := Report{CalcDiff: math.NaN()}
 	if err := in.check(); err != nil {
 		msg := fmt.Sprintf("rank %d: %v", in.Shape.Rank, err)

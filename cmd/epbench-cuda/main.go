@@ -9,11 +9,12 @@ import (
 	"runtime"
 
 	"github.com/epbench/epbench/app"
+	"github.com/epbench/epbench/gpu"
 )
 
 // CUDA contexts and MPI are used from the main OS thread only.
 func init() { runtime.LockOSThread() }
 
 func main() {
-	os.Exit(app.Main(os.Args[1:], app.Options{CUDA: cudaHooks{}}))
+	os.Exit(app.Main(os.Args[1:], app.Options{CUDA: gpu.Hooks{}}))
 }

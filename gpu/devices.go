@@ -1,4 +1,4 @@
-package main
+package gpu
 
 import (
 	"encoding/json"
@@ -6,25 +6,22 @@ import (
 	"io"
 	"strings"
 
-	"github.com/epbench/epbench/app"
-	"github.com/epbench/epbench/gpu"
+	"github.com/epbench/epbench/bench"
 )
-
-type cudaHooks struct{}
 
 // rankDevice is what each rank reports about itself in `epbench devices`.
 type rankDevice struct {
-	Rank      int      `json:"rank"`
-	LocalRank int      `json:"local_rank"`
-	Host      string   `json:"host"`
-	GPU       gpu.Info `json:"gpu"`
-	Error     string   `json:"error,omitempty"`
+	Rank      int    `json:"rank"`
+	LocalRank int    `json:"local_rank"`
+	Host      string `json:"host"`
+	GPU       Info   `json:"gpu"`
+	Error     string `json:"error,omitempty"`
 }
 
 // slot is the fixed size of one rank's record in the all-gather.
 const slot = 2048
 
-func gatherJSON[T any](w *app.World, v T) ([]T, error) {
+func gatherJSON[T any](w *bench.World, v T) ([]T, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -51,9 +48,12 @@ func gatherJSON[T any](w *app.World, v T) ([]T, error) {
 	return out, nil
 }
 
-func (cudaHooks) Devices(w *app.World, out io.Writer) error {
+// Devices prints each rank's GPU and its peers' reachability (rank 0
+// writes; collective). It fails where a rank has no GPU or cannot reach a
+// peer by P2P.
+func (Hooks) Devices(w *bench.World, out io.Writer) error {
 	me := rankDevice{Rank: w.Rank, LocalRank: w.LocalRank, Host: w.Host}
-	dev, err := gpu.Open(w.LocalRank)
+	dev, err := Open(w.LocalRank)
 	if err != nil {
 		me.Error = err.Error()
 	} else {
@@ -62,7 +62,7 @@ func (cudaHooks) Devices(w *app.World, out io.Writer) error {
 	}
 	all, err := gatherJSON(w, me)
 	if err != nil {
-		return app.Runtimef("devices: exchanging GPU records: %v", err)
+		return fmt.Errorf("devices: exchanging GPU records: %v", err)
 	}
 	// Each rank checks the peers on its own node; the answers are gathered too.
 	p2p := make([]int, w.Size) // 1 yes, 0 no, -1 other node or unknown
@@ -80,7 +80,7 @@ func (cudaHooks) Devices(w *app.World, out io.Writer) error {
 	}
 	matrix, err := gatherJSON(w, p2p)
 	if err != nil {
-		return app.Runtimef("devices: exchanging P2P results: %v", err)
+		return fmt.Errorf("devices: exchanging P2P results: %v", err)
 	}
 	if w.Rank != 0 {
 		return nil
@@ -107,7 +107,7 @@ func (cudaHooks) Devices(w *app.World, out io.Writer) error {
 				peers = append(peers, fmt.Sprintf("rank %d other node", p))
 			case matrix[r][p] == 1:
 				via := "PCIe or other"
-				if d.Host == all[0].Host && gpu.NVLinkP2P(g.PCIBusID, q.GPU.PCIBusID) {
+				if d.Host == all[0].Host && NVLinkP2P(g.PCIBusID, q.GPU.PCIBusID) {
 					via = "NVLink"
 				}
 				peers = append(peers, fmt.Sprintf("rank %d P2P yes (%s)", p, via))
@@ -121,7 +121,7 @@ func (cudaHooks) Devices(w *app.World, out io.Writer) error {
 		}
 	}
 	if failed {
-		return app.Runtimef("devices: some ranks have no GPU or cannot reach a peer by P2P")
+		return fmt.Errorf("devices: some ranks have no GPU or cannot reach a peer by P2P")
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package gpu
 
 import (
 	"fmt"
@@ -6,22 +6,27 @@ import (
 
 	"gorgonia.org/cu"
 
-	"github.com/epbench/epbench/app"
 	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/cupti"
-	"github.com/epbench/epbench/gpu"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/report"
 )
 
-// Platform sets one rank up for the benchmark on its GPU.
-func (cudaHooks) Platform(w *app.World, cfg *config.Config) (*app.Platform, error) {
+// Hooks is what the CUDA executable adds to the epbench command (the
+// app.CUDA interface): the GPU listing and the GPU platform.
+type Hooks struct{}
+
+// Platform sets one rank up for the benchmark on its GPU (collective): the
+// device, the peers' reachability, the transport, the backend, the kernel
+// timer.
+func (Hooks) Platform(w *bench.World, cfg *config.Config) (*bench.Platform, error) {
 	if cfg.KernelTiming && !cfg.CUPTIRegion {
 		if err := cupti.CheckEnv(); err != nil {
-			return nil, app.Usage(err)
+			return nil, &config.UsageError{Flag: cupti.KindEnv, Why: err.Error()}
 		}
 	}
-	dev, err := gpu.Open(w.LocalRank)
+	dev, err := Open(w.LocalRank)
 	if err != nil {
 		return nil, err
 	}
@@ -53,19 +58,21 @@ func (cudaHooks) Platform(w *app.World, cfg *config.Config) (*app.Platform, erro
 			return nil, fmt.Errorf("rank %d's GPU (%s) cannot access rank %d's GPU (%s) by P2P", w.Rank, dev.Info.PCIBusID, p.Rank, p.GPU.PCIBusID)
 		}
 	}
-	transport, err := gpu.NewIPC(w.Comm, w.Size, w.LocalSize)
+	transport, err := NewIPC(w.Comm, w.Size, w.LocalSize)
 	if err != nil {
 		return nil, err
 	}
 	groupMs := float64(time.Since(t0).Microseconds()) / 1000
-	b, err := gpu.NewBackend(dev, w.Comm, transport, bench.ShapeOf(cfg, w.Rank, w.Size), cfg, nvlinkAll(all))
+	nvlink := nvlinkAll(all)
+	b, err := NewBackend(dev, w.Comm, transport, ll.ShapeOf(cfg, w.Rank, w.Size), cfg, nvlink)
 	if err != nil {
 		return nil, err
 	}
 	cl := &closer{Backend: b, dev: dev, release: func() {}}
-	plat := &app.Platform{
+	plat := &bench.Platform{
 		Backend:  cl,
 		GroupMs:  groupMs,
+		NVLink:   nvlink,
 		Topology: topology(all, b),
 	}
 	plat.Memory = func() *report.Memory {
@@ -86,8 +93,8 @@ func (cudaHooks) Platform(w *app.World, cfg *config.Config) (*app.Platform, erro
 		plat.KernelNote = report.NoteKernelDisabled
 	case cfg.CUPTIRegion:
 		plat.KernelNote = report.NoteCUPTIRegion
-		plat.BeforeTimed = gpu.ProfilerStart
-		plat.AfterTimed = gpu.ProfilerStop
+		plat.BeforeTimed = ProfilerStart
+		plat.AfterTimed = ProfilerStop
 	default:
 		plat.Kernel, cl.release, plat.KernelNote = kernelTimer()
 	}
@@ -98,8 +105,8 @@ func (cudaHooks) Platform(w *app.World, cfg *config.Config) (*app.Platform, erro
 // closer also releases the kernel timer and the device when the backend is
 // closed.
 type closer struct {
-	*gpu.Backend
-	dev     *gpu.Device
+	*Backend
+	dev     *Device
 	release func()
 }
 
@@ -115,7 +122,7 @@ func (c *closer) Close() error {
 func nvlinkAll(all []rankDevice) bool {
 	for i, a := range all {
 		for _, b := range all[i+1:] {
-			if a.Host != b.Host || (a.GPU.PCIBusID != b.GPU.PCIBusID && !gpu.NVLinkP2P(a.GPU.PCIBusID, b.GPU.PCIBusID)) {
+			if a.Host != b.Host || (a.GPU.PCIBusID != b.GPU.PCIBusID && !NVLinkP2P(a.GPU.PCIBusID, b.GPU.PCIBusID)) {
 				return false
 			}
 		}
@@ -123,7 +130,7 @@ func nvlinkAll(all []rankDevice) bool {
 	return true
 }
 
-func topology(all []rankDevice, b *gpu.Backend) []string {
+func topology(all []rankDevice, b *Backend) []string {
 	lines := []string{"GPU topology:"}
 	for _, d := range all {
 		lines = append(lines, fmt.Sprintf("  rank %d: %s, %s, GPU %d %s (%s), %d SMs, %d NVLinks active, driver %s, CUDA %d.%d",
@@ -131,10 +138,21 @@ func topology(all []rankDevice, b *gpu.Backend) []string {
 			d.GPU.SMs, d.GPU.NVLinkActive, orUnknown(d.GPU.Driver), d.GPU.CUDADriver/1000, d.GPU.CUDADriver%1000/10))
 	}
 	d, c := b.Protocols()
+	l := b.Launch()
 	launch := "launches"
 	if b.Graphs() {
 		launch = "CUDA graphs"
 	}
-	lines = append(lines, fmt.Sprintf("  transport: CUDA IPC over NVLink P2P; kernels: %d blocks x 512 threads, %s; signalling: dispatch %s, combine %s", b.Grid(), launch, d, c))
+	lines = append(lines, fmt.Sprintf("  transport: CUDA IPC over NVLink P2P; kernels: %d blocks x %d threads, %s; signalling: dispatch %s, combine %s", l.Grid, l.Threads, launch, d, c))
 	return lines
+}
+
+// kernelTimer opens the in-process CUPTI collector (after the CUDA context
+// exists), or says why there is none.
+func kernelTimer() (bench.KernelTimer, func(), string) {
+	c, err := cupti.Open()
+	if err != nil {
+		return nil, func() {}, report.NoteCUPTIUnavailable(err.Error())
+	}
+	return c, func() { _ = c.Close() }, ""
 }

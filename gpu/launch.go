@@ -1,0 +1,166 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/epbench/epbench/kernels"
+)
+
+// TimeoutError is a kernel's bounded wait that expired.
+type TimeoutError struct {
+	Phase string // "dispatch" or "combine"
+	Peer  int    // the rank that did not arrive
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s: timed out waiting for rank %d", e.Phase, e.Peer)
+}
+
+// PeerTimeout marks the error as a peer that did not arrive (exit code 4).
+func (e *TimeoutError) PeerTimeout() bool { return true }
+
+// Graphs reports whether the operations run as CUDA graphs (--cuda-graph).
+func (b *Backend) Graphs() bool { return b.mem.clock != 0 }
+
+// Launch is how the operations run at the current token count: variant,
+// entries and grid.
+func (b *Backend) Launch() kernels.Launch { return b.cur }
+
+// selectKernels makes b.cur the plan's launch at the current token count,
+// with its entries, and sets the variant's fields of b.args, loading the
+// variant's module (a JIT compile of its PTX) the first time. Called at
+// set-up and whenever the token count changes, so a launch only reads what
+// it set.
+func (b *Backend) selectKernels() error {
+	l, err := b.plan.Launch(b.shape.Tokens)
+	if err != nil {
+		return err
+	}
+	v := l.Variant
+	ks, ok := b.modules[v]
+	if !ok {
+		ptx, err := kernels.PTX(b.cfg.PTXDir, v)
+		if err != nil {
+			return err
+		}
+		if ks.module, err = LoadModule(ptx); err != nil {
+			return fmt.Errorf("loading the LL kernels (%s): %w", v.Module(), err)
+		}
+		ks.entries = map[string]Function{}
+		for _, name := range v.Entries() {
+			f, err := ks.module.Function(name)
+			if err != nil {
+				return errors.Join(fmt.Errorf("%s: %w", v.Module(), err), ks.module.Unload())
+			}
+			ks.entries[name] = f
+		}
+		b.modules[v] = ks
+	}
+	b.cur, b.curD, b.curC = l, ks.entries[l.DispatchEntry], ks.entries[l.CombineEntry]
+	v.SetArgs(&b.args)
+	return nil
+}
+
+// Protocols names how dispatch and combine signal at the current token
+// count: inline, fenced, or lines.
+func (b *Backend) Protocols() (dispatch, combine string) {
+	return kernels.ProtoNames[b.cur.Variant.Dispatch], kernels.ProtoNames[b.cur.Variant.Combine]
+}
+
+// launch runs one operation with routing j. With the fenced protocol every
+// source makes one release per call on each rank's arrival counter, so after
+// the n-th fenced call the kernel waits for n from every source; inline and
+// lines calls carry their own flags and do not touch the counters. With
+// --cuda-graph the kernels keep that count and the epoch on the device
+// (kernels.ClockBytes), so each (operation, routing) is captured once, at
+// its first call, and its graph launched from then on.
+func (b *Backend) launch(op int, j int, expect *uint64) error {
+	if j < 0 || j >= len(b.mem.idx) {
+		return fmt.Errorf("routing %d of %d", j, len(b.mem.idx))
+	}
+	l := b.cur
+	f, smem, proto := b.curD, l.DispatchShared, l.Variant.Dispatch
+	if op == 1 {
+		f, smem, proto = b.curC, l.CombineShared, l.Variant.Combine
+	}
+	if proto == kernels.ProtoFenced {
+		*expect++
+	}
+	if b.Graphs() && b.graphs[op][j] != 0 {
+		return b.graphs[op][j].Launch(b.stream)
+	}
+	b.args.TopkIdx, b.args.TopkW = b.mem.idx[j], b.mem.w[j]
+	b.args.Expect = *expect
+	b.args.Put(b.params.Bytes())
+	if !b.Graphs() {
+		return f.Launch(l.Grid, l.Threads, smem, b.stream, b.params)
+	}
+	g, err := f.Capture(l.Grid, l.Threads, smem, b.stream, b.params)
+	if err != nil {
+		return err
+	}
+	b.graphs[op][j] = g
+	return g.Launch(b.stream)
+}
+
+// dropGraphs releases the captured graphs (their arguments are out of date).
+func (b *Backend) dropGraphs() error {
+	var errs []error
+	for op := range b.graphs {
+		for j, g := range b.graphs[op] {
+			if g != 0 {
+				errs = append(errs, g.Destroy())
+				b.graphs[op][j] = 0
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Dispatch implements bench.Backend.
+func (b *Backend) Dispatch(j int) error {
+	b.args.Epoch++
+	b.args.Trace = b.traceAt(b.mem.traceD, b.callsD)
+	b.traceGrids[0][b.callsD%kernels.TraceCalls] = b.cur.Grid
+	b.callsD++
+	return b.launch(0, j, &b.expectD)
+}
+
+// Combine implements bench.Backend.
+func (b *Backend) Combine(j int) error {
+	b.args.Trace = b.traceAt(b.mem.traceC, b.callsC)
+	b.traceGrids[1][b.callsC%kernels.TraceCalls] = b.cur.Grid
+	b.callsC++
+	return b.launch(1, j, &b.expectC)
+}
+
+// Sync implements bench.Backend: it waits for the stream and reports a
+// kernel's expired wait as a *TimeoutError.
+func (b *Backend) Sync() error {
+	if err := b.stream.Sync(); err != nil {
+		return err
+	}
+	w := b.mem.errw.Load()
+	if w == 0 {
+		return nil
+	}
+	switch phase, peer := kernels.DecodeError(w); phase {
+	case kernels.PhaseVariant:
+		return fmt.Errorf("a kernel was launched with arguments of another variant than its module's (an epbench defect)")
+	case kernels.PhaseDispatch:
+		return &TimeoutError{Phase: "dispatch", Peer: peer}
+	case kernels.PhaseCombine:
+		return &TimeoutError{Phase: "combine", Peer: peer}
+	default:
+		return fmt.Errorf("the kernels' error word holds %#x, which no phase writes (an epbench defect)", w)
+	}
+}
+
+// Mark implements bench.Backend.
+func (b *Backend) Mark(i int) error { return b.events[i].Record(b.stream) }
+
+// ElapsedUs implements bench.Backend.
+func (b *Backend) ElapsedUs(from, to int) (float64, error) {
+	return ElapsedUs(b.events[from], b.events[to])
+}

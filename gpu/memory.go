@@ -1,0 +1,209 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/epbench/epbench/kernels"
+	"github.com/epbench/epbench/ll"
+	"github.com/epbench/epbench/routing"
+)
+
+// poisonWord is two bf16 NaNs (0x7FC1): what validation finds where an
+// operation did not write.
+const poisonWord = 0x7FC17FC1
+
+// memory is a rank's device memory, allocated from its launch plan: the
+// symmetric buffer through the transport, every local buffer, and the
+// kernels' error word in mapped host memory.
+type memory struct {
+	transport Transport
+	allocs    []cu.DevicePtr
+	sizes     map[uint64]int64
+	errw      *MappedWord // the kernels' error word, read by the host without a copy
+
+	sym                                                      uint64
+	peers, x, recvX, recvCount, srcInfo, layoutRange, rowPos uint64
+	out, recvScales                                          uint64
+	idx, w                                                   []uint64 // per routing
+	clock                                                    uint64   // --cuda-graph: the kernels' device clock, else 0
+	traceD, traceC                                           uint64   // EPBENCH_TRACE: phase stamps, else 0
+}
+
+// allocate makes every buffer of plan p, zeroes the symmetric one and
+// writes the peers' bases. On error, free releases what was made.
+func (m *memory) allocate(p *kernels.Plan, s Stream) error {
+	m.sizes = map[uint64]int64{}
+	var err error
+	if m.errw, err = NewMappedWord(); err != nil {
+		return err
+	}
+	local, peers, err := m.transport.Alloc(p.Sym.Total)
+	if err != nil {
+		return err
+	}
+	m.sym = local
+	if err := MemsetD32Async(local, 0, int(p.Sym.Total/4), s); err != nil {
+		return err
+	}
+	l := p.Local
+	for _, b := range []struct {
+		dst  *uint64
+		size int64
+	}{
+		{&m.peers, l.Peers}, {&m.x, l.X}, {&m.recvX, l.RecvX}, {&m.recvCount, l.RecvCount}, {&m.srcInfo, l.SrcInfo},
+		{&m.layoutRange, l.LayoutRange}, {&m.rowPos, l.RowPos}, {&m.out, l.Out}, {&m.recvScales, l.RecvScales},
+		{&m.clock, l.Clock}, {&m.traceD, l.Trace}, {&m.traceC, l.Trace},
+	} {
+		if b.size == 0 {
+			continue
+		}
+		if *b.dst, err = m.alloc(b.size); err != nil {
+			return err
+		}
+	}
+	for range l.Routings {
+		i, err := m.alloc(l.TopkIdx)
+		if err != nil {
+			return err
+		}
+		w, err := m.alloc(l.TopkW)
+		if err != nil {
+			return err
+		}
+		m.idx, m.w = append(m.idx, i), append(m.w, w)
+	}
+	if m.clock != 0 {
+		if err := MemsetD32Async(m.clock, 0, int(l.Clock/4), s); err != nil {
+			return err
+		}
+	}
+	pb := make([]byte, 8*len(peers))
+	for r, p := range peers {
+		binary.LittleEndian.PutUint64(pb[8*r:], p)
+	}
+	return CopyToDevice(m.peers, pb, s)
+}
+
+func (m *memory) alloc(n int64) (uint64, error) {
+	p, err := cu.MemAlloc(max(n, 4))
+	if err != nil {
+		return 0, fmt.Errorf("cuMemAlloc(%d): %w", n, err)
+	}
+	m.allocs = append(m.allocs, p)
+	m.sizes[uint64(p)] = max(n, 4)
+	return uint64(p), nil
+}
+
+// free releases everything allocate made.
+func (m *memory) free() error {
+	var errs []error
+	for _, p := range m.allocs {
+		errs = append(errs, cu.MemFree(p))
+	}
+	m.allocs = nil
+	if m.errw != nil {
+		errs = append(errs, m.errw.Free())
+		m.errw = nil
+	}
+	if m.transport != nil {
+		errs = append(errs, m.transport.Close())
+		m.transport = nil
+	}
+	return errors.Join(errs...)
+}
+
+// upload writes the inputs for t tokens: token rows and weights as ep_bench
+// makes them, one routing per j.
+func (b *Backend) upload(t int) error {
+	s, m := b.shape, &b.mem
+	rows, err := routing.TokenRows(s.Rank, t, s.Hidden)
+	if err != nil {
+		return err
+	}
+	if err := CopyToDevice(m.x, u16bytes(rows), b.stream); err != nil {
+		return err
+	}
+	weights, err := routing.Weights(s.Rank, t, s.TopK)
+	if err != nil {
+		return err
+	}
+	for j := range m.idx {
+		idx, err := routing.TopK(t, s.Experts, s.TopK, routing.GenSeed(b.cfg.Seed, s.Rank, s.Ranks, j))
+		if err != nil {
+			return err
+		}
+		if err := CopyToDevice(m.idx[j], i64bytes(idx), b.stream); err != nil {
+			return err
+		}
+		if err := CopyToDevice(m.w[j], f32bytes(weights), b.stream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Poison implements bench.Backend.
+func (b *Backend) Poison() error {
+	m := &b.mem
+	for _, p := range []uint64{m.recvX, m.recvCount, m.srcInfo, m.layoutRange, m.out, m.recvScales} {
+		if err := MemsetD32Async(p, poisonWord, int(m.sizes[p]/4), b.stream); err != nil {
+			return err
+		}
+	}
+	return b.stream.Sync()
+}
+
+// Outputs implements bench.Backend.
+func (b *Backend) Outputs() (*ll.Outputs, error) {
+	s, m := b.shape, &b.mem
+	L, R, T, H := s.LocalExperts(), s.Ranks, s.Tokens, s.Hidden
+	rows := L * R * T
+	o := &ll.Outputs{
+		RecvCount:   make([]int32, L),
+		SrcInfo:     make([]int32, rows),
+		LayoutRange: make([]int64, L*R),
+		Out:         make([]uint16, T*H),
+	}
+	type span struct {
+		dst []byte
+		src uint64
+	}
+	copies := []span{
+		{i32bytes(o.RecvCount), m.recvCount},
+		{i32bytes(o.SrcInfo), m.srcInfo},
+		{i64bytes(o.LayoutRange), m.layoutRange},
+		{u16bytes(o.Out), m.out},
+	}
+	if b.args.FP8 != 0 {
+		o.RecvFP8 = make([]uint8, rows*H)
+		o.RecvScales = make([]float32, rows*(H/128))
+		copies = append(copies, span{o.RecvFP8, m.recvX}, span{f32bytes(o.RecvScales), m.recvScales})
+	} else {
+		o.RecvX = make([]uint16, rows*H)
+		copies = append(copies, span{u16bytes(o.RecvX), m.recvX})
+	}
+	for _, c := range copies {
+		if err := CopyFromDevice(c.dst, c.src); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+func u16bytes(s []uint16) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 2*len(s))
+}
+func i32bytes(s []int32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
+}
+func i64bytes(s []int64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 8*len(s))
+}
+func f32bytes(s []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
+}

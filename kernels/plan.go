@@ -1,0 +1,260 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/epbench/epbench/config"
+)
+
+// InlineMaxBytes is the most row bytes per rank (tokens × hidden × 2) for
+// which the automatic protocol picks inline. Measured on 2 H200s
+// (docs/PERF.md): at one token of 7168 channels inline saves about 1 us per
+// operation; at 8 tokens and more its doubled bytes and polling cost as
+// much or more, so auto keeps it to one or two tokens.
+const InlineMaxBytes = 32 << 10
+
+// InlineBlocksPerToken is the automatic grid of an inline operation: 16
+// blocks per token. At one token, 16 blocks measured 0.2-0.4 us faster per
+// kernel than one per SM on one H200, and 8 blocks ~0.5 us faster at EP2
+// with earlier kernels (docs/PERF.md, kernels v16); the rows of so few
+// tokens still leave from 16 SMs per token.
+const InlineBlocksPerToken = 16
+
+// MaxTopK and MaxRanks are the largest top-k and rank count the kernels
+// take (kMaxTopK and kMaxRanks in ll.cuh).
+const (
+	MaxTopK  = 32
+	MaxRanks = 256
+)
+
+// TraceCalls is how many calls of each kernel keep their phase stamps
+// (EPBENCH_TRACE): the stamp buffers are used in turn.
+const TraceCalls = 64
+
+// Setup is what a launch plan is computed from: the configuration (its
+// shape, with Tokens the most tokens per rank the buffers hold, dispatch
+// dtype, combine mode, protocol, --num-blocks, --reroute, --cuda-graph) and
+// what the job's set-up found.
+type Setup struct {
+	Cfg   *config.Config
+	Ranks int
+	// NVLink: every pair of the job's GPUs is linked by NVLink (the ranks
+	// agree on it), so the lines protocol may be used.
+	NVLink bool
+	// Grid is the blocks of a launch: --num-blocks, or one per SM, the
+	// smallest over the ranks (arrival counts are per block).
+	Grid int
+	// Trace: buffers for the kernels' phase stamps (EPBENCH_TRACE).
+	Trace bool
+}
+
+// Plan is everything a rank allocates and launches for a Setup, computed
+// once: the symmetric buffer's areas, every local buffer's size, and per
+// token count the variant, entries, grid and shared memory of each launch
+// (Launch). The GPU backend allocates and launches from it.
+type Plan struct {
+	Setup
+	Sym   SymLayout
+	Local LocalSizes
+}
+
+// Area is a part of the symmetric buffer: its offset and size in bytes.
+type Area struct{ Off, Size int64 }
+
+// SymLayout is the symmetric buffer every rank allocates and its peers map
+// (the off_* fields of LLArgs in ll.cuh).
+type SymLayout struct {
+	DispatchSignal Area // uint64 [R] arrival counters per source, then [2] tickets of this rank's blocks
+	CombineSignal  Area
+	DispatchRecv   Area // [R, T] dispatch messages (header + row)
+	DispatchCounts Area // int32 [E]: selections of each local expert per source rank
+	CombineRecv    Area // [max(T*K, R*T), H] bf16 combine rows
+	InlineDispatch Area // inline and lines dispatch slots, [R, TD]
+	InlineCounts   Area // inline and lines per-expert counts, 16 bytes per expert
+	InlineCombine  Area // inline combine rows, or lines rows
+	Total          int64
+}
+
+// LocalSizes are the bytes of every local device buffer of a rank; zero
+// where the set-up has none.
+type LocalSizes struct {
+	Peers          int64 // [R] every rank's symmetric base as mapped here
+	X              int64 // [T, H] bf16 token rows
+	RecvX          int64 // [L, R*T, H] bf16 (FP8: E4M3 bytes in the same space)
+	RecvCount      int64 // [L] int32
+	SrcInfo        int64 // [L, R*T] int32
+	LayoutRange    int64 // [L, R] int64
+	RowPos         int64 // [R, T, K] int32
+	Out            int64 // [T, H] bf16
+	RecvScales     int64 // [L, R*T, H/128] float32
+	TopkIdx, TopkW int64 // each routing's [T, K] int64 and float32
+	Routings       int
+	Clock          int64 // the device clock (--cuda-graph)
+	Trace          int64 // each kernel's phase stamps of TraceCalls calls (EPBENCH_TRACE)
+}
+
+// Total is the sum of the local buffers.
+func (l LocalSizes) Total() int64 {
+	return l.Peers + l.X + l.RecvX + l.RecvCount + l.SrcInfo + l.LayoutRange + l.RowPos + l.Out + l.RecvScales +
+		int64(l.Routings)*(l.TopkIdx+l.TopkW) + l.Clock + 2*l.Trace
+}
+
+// NewPlan computes the plan of s. It refuses what the kernels cannot run.
+func NewPlan(s Setup) (*Plan, error) {
+	c := s.Cfg
+	switch {
+	case c == nil:
+		return nil, fmt.Errorf("kernels: a plan needs a configuration")
+	case c.TopK > MaxTopK || s.Ranks > MaxRanks:
+		return nil, fmt.Errorf("the kernels support top-k ≤ %d and ≤ %d ranks", MaxTopK, MaxRanks)
+	case s.Ranks < 1 || c.Experts%s.Ranks != 0 || c.Tokens < 1 || c.Hidden < 1:
+		return nil, fmt.Errorf("kernels: no plan for %d ranks, %d experts, %d tokens, hidden %d", s.Ranks, c.Experts, c.Tokens, c.Hidden)
+	case s.Grid < 1:
+		return nil, fmt.Errorf("kernels: a grid of %d blocks", s.Grid)
+	case c.Protocol == config.ProtocolLines && !s.NVLink:
+		return nil, fmt.Errorf("--protocol lines needs NVLink between every pair of GPUs (a 128-byte line is delivered whole only over NVLink)")
+	}
+	p := &Plan{Setup: s}
+	p.layout()
+	R, T, H, K, L := int64(s.Ranks), int64(c.Tokens), int64(c.Hidden), int64(c.TopK), int64(c.Experts/s.Ranks)
+	routings := max(c.Reroute, 1)
+	p.Local = LocalSizes{
+		Peers: 8 * R, X: T * H * 2,
+		RecvX: L * R * T * H * 2, RecvCount: 4 * L, SrcInfo: 4 * L * R * T, LayoutRange: 8 * L * R,
+		RowPos: 4 * R * T * K, Out: T * H * 2, RecvScales: L * R * T * (H / 128) * 4,
+		TopkIdx: T * K * 8, TopkW: T * K * 4, Routings: routings,
+	}
+	if c.CUDAGraph {
+		p.Local.Clock = ClockBytes
+	}
+	if s.Trace {
+		p.Local.Trace = TraceCalls * p.TraceBytes()
+	}
+	return p, nil
+}
+
+// Memory is the device memory the plan allocates.
+func (p *Plan) Memory() int64 { return p.Sym.Total + p.Local.Total() }
+
+// TraceBytes is the phase stamps of one call of a kernel (the largest grid).
+func (p *Plan) TraceBytes() int64 { return int64(p.Grid) * TracePoints * 8 }
+
+// inlineUpTo is the most tokens per rank that use the inline protocol (0:
+// none): up to config.InlineMaxTokens with --protocol inline; with auto,
+// up to InlineMaxBytes of rows.
+func (p *Plan) inlineUpTo() int {
+	switch p.Cfg.Protocol {
+	case config.ProtocolInline:
+		return config.InlineMaxTokens
+	case config.ProtocolAuto:
+		return min(InlineMaxBytes/(2*p.Cfg.Hidden), config.InlineMaxTokens)
+	}
+	return 0
+}
+
+// Inline reports whether operations of `tokens` tokens use the inline
+// protocol.
+func (p *Plan) Inline(tokens int) bool { return tokens <= p.inlineUpTo() }
+
+// DispatchLines reports whether a dispatch of `tokens` tokens sends its
+// messages in lines: only over NVLink, above the inline size, with
+// --protocol lines or, with auto, for a BF16 dispatch (an FP8 sender
+// quantises word by word and measured slower in lines, docs/PERF.md); and
+// only where a lines message fits the inline dispatch slot it uses.
+func (p *Plan) DispatchLines(tokens int) bool {
+	c := p.Cfg
+	if !p.NVLink || p.Inline(tokens) || LinesSlotBytes(c.TopK, c.Hidden) > InlineSlotBytes(c.TopK, c.Hidden) {
+		return false
+	}
+	return c.Protocol == config.ProtocolLines || (c.Protocol == config.ProtocolAuto && c.DispatchDtype == config.DtypeBF16)
+}
+
+// CombineLines reports whether a combine of `tokens` tokens sends its rows
+// in lines: only over NVLink, above the inline size, with --protocol lines
+// or auto, for either combine mode and dispatch dtype (the rows are bf16
+// either way).
+func (p *Plan) CombineLines(tokens int) bool {
+	if !p.NVLink || p.Inline(tokens) {
+		return false
+	}
+	return p.Cfg.Protocol == config.ProtocolLines || p.Cfg.Protocol == config.ProtocolAuto
+}
+
+// Launch is how the operations of one token count are launched.
+type Launch struct {
+	Variant                       Variant
+	DispatchEntry, CombineEntry   string
+	Grid, Threads                 int
+	DispatchShared, CombineShared int // dynamic shared memory, bytes
+}
+
+// Launch is the launch of operations of `tokens` ≤ Cfg.Tokens tokens per
+// rank: the variant of their protocols, dtype and mode, the dispatch entry
+// of that count, and the grid: Grid, or for an inline operation without
+// --num-blocks InlineBlocksPerToken per token (never more than Grid).
+func (p *Plan) Launch(tokens int) (Launch, error) {
+	c := p.Cfg
+	if tokens < 1 || tokens > c.Tokens {
+		return Launch{}, fmt.Errorf("tokens %d outside the plan's 1..%d", tokens, c.Tokens)
+	}
+	inline := p.Inline(tokens)
+	v, err := Choose(inline, p.DispatchLines(tokens), p.CombineLines(tokens),
+		c.DispatchDtype == config.DtypeFP8E4M3, c.CombineMode == config.DirectSend)
+	if err != nil {
+		return Launch{}, err
+	}
+	grid := p.Grid
+	if c.NumBlocks == 0 && inline {
+		grid = min(grid, InlineBlocksPerToken*tokens)
+	}
+	return Launch{
+		Variant: v, DispatchEntry: v.DispatchEntry(tokens), CombineEntry: CombineKernel,
+		Grid: grid, Threads: ThreadsPerBlock, DispatchShared: DispatchSharedBytes(c.Experts),
+	}, nil
+}
+
+func align(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// layout lays the symmetric buffer out: every area sized for the largest
+// token count, 256-byte aligned.
+func (p *Plan) layout() {
+	c := p.Cfg
+	R, T, H, K, E := int64(p.Ranks), int64(c.Tokens), int64(c.Hidden), int64(c.TopK), int64(c.Experts)
+	TI := int64(min(c.Tokens, p.inlineUpTo())) // the most tokens that use the inline protocol
+	TD := TI                                   // the most tokens of an inline or lines dispatch
+	if p.DispatchLines(c.Tokens) {
+		TD = T
+	}
+	combine := max(TI*K, R*TI) * int64(InlineRowBytes(c.Hidden)) // inline combine rows
+	// Lines rows: rank_local_reduce one per (rank, token), direct_send one per selection.
+	if p.CombineLines(c.Tokens) {
+		combine = max(combine, max(R*T, T*K)*int64(LinesRowBytes(c.Hidden)))
+	}
+	l := &p.Sym
+	next := int64(0)
+	area := func(size int64) Area {
+		a := Area{Off: next, Size: align(size, 256)}
+		next += a.Size
+		return a
+	}
+	// Each signal area: R arrival counters, then two ticket counters of
+	// this rank's own blocks (last_ticket in ll.cu).
+	l.DispatchSignal = area(8 * (R + 2))
+	l.CombineSignal = area(8 * (R + 2))
+	l.DispatchRecv = area(R * T * int64(MessageBytes(c.TopK, c.Hidden)))
+	l.DispatchCounts = area(4 * E)
+	l.CombineRecv = area(max(T*K, R*T) * H * 2)
+	l.InlineDispatch = area(R * TD * int64(InlineSlotBytes(c.TopK, c.Hidden)))
+	l.InlineCounts = area(16 * E)
+	l.InlineCombine = area(combine)
+	l.Total = next
+}
+
+// SetArgs sets the symmetric offsets of a.
+func (l SymLayout) SetArgs(a *Args) {
+	a.OffDispatchSignal, a.OffCombineSignal = uint64(l.DispatchSignal.Off), uint64(l.CombineSignal.Off)
+	a.OffDispatchRecv, a.OffCombineRecv = uint64(l.DispatchRecv.Off), uint64(l.CombineRecv.Off)
+	a.OffDispatchCounts = uint64(l.DispatchCounts.Off)
+	a.OffInlineDispatch, a.OffInlineCounts = uint64(l.InlineDispatch.Off), uint64(l.InlineCounts.Off)
+	a.OffInlineCombine = uint64(l.InlineCombine.Off)
+}

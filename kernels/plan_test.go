@@ -1,0 +1,239 @@
+package kernels
+
+import (
+	"testing"
+
+	"github.com/epbench/epbench/config"
+)
+
+// plan is the plan of the defaults (2 ranks over NVLink, 132 blocks) with
+// edit applied to the configuration.
+func plan(t *testing.T, edit func(c *config.Config), s Setup) *Plan {
+	t.Helper()
+	c := config.Default()
+	if edit != nil {
+		edit(c)
+	}
+	s.Cfg = c
+	if s.Ranks == 0 {
+		s.Ranks = 2
+	}
+	if s.Grid == 0 {
+		s.Grid = 132
+	}
+	p, err := NewPlan(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestInline(t *testing.T) {
+	for _, c := range []struct {
+		p              config.Protocol
+		tokens, hidden int
+		want           bool
+	}{
+		{config.ProtocolAuto, 1, 7168, true},
+		{config.ProtocolAuto, 2, 7168, true}, // 28 KiB of rows
+		{config.ProtocolAuto, 3, 7168, false},
+		{config.ProtocolAuto, 128, 7168, false},
+		{config.ProtocolAuto, 1, 16384, true},
+		{config.ProtocolAuto, 2, 16384, false},
+		{config.ProtocolAuto, 15, 128, true}, // small rows: up to config.InlineMaxTokens
+		{config.ProtocolAuto, 16, 128, false},
+		{config.ProtocolInline, 15, 7168, true},
+		{config.ProtocolFenced, 1, 7168, false},
+		{config.ProtocolLines, 1, 7168, false},
+	} {
+		p := plan(t, func(cfg *config.Config) { cfg.Protocol, cfg.Hidden = c.p, c.hidden }, Setup{NVLink: true})
+		if got := p.Inline(c.tokens); got != c.want {
+			t.Errorf("%v: Inline(%d) at hidden %d = %v, want %v", c.p, c.tokens, c.hidden, got, c.want)
+		}
+	}
+}
+
+func TestDispatchLines(t *testing.T) {
+	for _, c := range []struct {
+		p      config.Protocol
+		tokens int
+		dt     config.DispatchDtype
+		nvlink bool
+		want   bool
+	}{
+		{config.ProtocolLines, 1, config.DtypeBF16, true, true},
+		{config.ProtocolLines, 4096, config.DtypeFP8E4M3, true, true},
+		{config.ProtocolAuto, 128, config.DtypeBF16, true, true},
+		{config.ProtocolAuto, 3, config.DtypeBF16, true, true},
+		{config.ProtocolAuto, 2, config.DtypeBF16, true, false}, // inline
+		{config.ProtocolAuto, 128, config.DtypeFP8E4M3, true, false},
+		{config.ProtocolAuto, 128, config.DtypeBF16, false, false}, // lines needs NVLink
+		{config.ProtocolFenced, 128, config.DtypeBF16, true, false},
+	} {
+		p := plan(t, func(cfg *config.Config) { cfg.Protocol, cfg.DispatchDtype, cfg.Tokens = c.p, c.dt, 4096 }, Setup{NVLink: c.nvlink})
+		if got := p.DispatchLines(c.tokens); got != c.want {
+			t.Errorf("%v: DispatchLines(%d), %v, nvlink %v = %v, want %v", c.p, c.tokens, c.dt, c.nvlink, got, c.want)
+		}
+	}
+}
+
+func TestCombineLines(t *testing.T) {
+	for _, c := range []struct {
+		p      config.Protocol
+		tokens int
+		nvlink bool
+		want   bool
+	}{
+		{config.ProtocolAuto, 128, true, true},
+		{config.ProtocolAuto, 3, true, true},
+		{config.ProtocolAuto, 2, true, false}, // inline
+		{config.ProtocolAuto, 128, false, false},
+		{config.ProtocolLines, 1, true, true},
+		{config.ProtocolFenced, 128, true, false},
+	} {
+		p := plan(t, func(cfg *config.Config) { cfg.Protocol = c.p }, Setup{NVLink: c.nvlink})
+		if got := p.CombineLines(c.tokens); got != c.want {
+			t.Errorf("%v: CombineLines(%d), nvlink %v = %v, want %v", c.p, c.tokens, c.nvlink, got, c.want)
+		}
+	}
+}
+
+func TestNewPlanRefuses(t *testing.T) {
+	c := config.Default()
+	c.Protocol = config.ProtocolLines
+	if _, err := NewPlan(Setup{Cfg: c, Ranks: 2, Grid: 132}); err == nil {
+		t.Error("--protocol lines without NVLink was planned")
+	}
+	c = config.Default()
+	if _, err := NewPlan(Setup{Cfg: c, Ranks: 512, Grid: 132}); err == nil {
+		t.Error("512 ranks were planned")
+	}
+	if _, err := NewPlan(Setup{Cfg: c, Ranks: 2, Grid: 0}); err == nil {
+		t.Error("an empty grid was planned")
+	}
+}
+
+func TestLaunchGrid(t *testing.T) {
+	for _, c := range []struct {
+		edit         func(*config.Config)
+		grid, tokens int
+		want         int
+	}{
+		{nil, 132, 1, 16}, // inline: 16 blocks per token
+		{nil, 132, 2, 32},
+		{nil, 132, 3, 132}, // lines or fenced: the set-up's grid
+		{nil, 8, 1, 8},     // never more than the set-up's
+		{func(c *config.Config) { c.NumBlocks = 132 }, 132, 1, 132},
+		{func(c *config.Config) { c.Protocol = config.ProtocolFenced }, 132, 1, 132},
+		{func(c *config.Config) { c.Protocol, c.Tokens = config.ProtocolInline, 15 }, 132, 15, 132},
+		{func(c *config.Config) { c.Protocol, c.Tokens = config.ProtocolInline, 15 }, 132, 4, 64},
+		{func(c *config.Config) { c.Hidden = 128 }, 132, 15, 132}, // auto inline up to 15 tokens of small rows
+	} {
+		p := plan(t, c.edit, Setup{Grid: c.grid, NVLink: true})
+		l, err := p.Launch(c.tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Grid != c.want {
+			t.Errorf("%v, grid %d, %d tokens: launch grid %d, want %d", p.Cfg.Protocol, c.grid, c.tokens, l.Grid, c.want)
+		}
+	}
+	if _, err := plan(t, nil, Setup{}).Launch(129); err == nil {
+		t.Error("a launch of more tokens than the plan holds")
+	}
+}
+
+// The entries and shared memory of a launch follow its variant and count.
+func TestLaunchEntries(t *testing.T) {
+	p := plan(t, func(c *config.Config) { c.Protocol = config.ProtocolFenced }, Setup{})
+	for _, c := range []struct {
+		tokens int
+		entry  string
+	}{{1, DispatchSpreadKernel}, {SpreadTokens - 1, DispatchSpreadKernel}, {SpreadTokens, DispatchKernel}, {128, DispatchKernel}} {
+		l, err := p.Launch(c.tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.DispatchEntry != c.entry || l.CombineEntry != CombineKernel || l.Threads != ThreadsPerBlock {
+			t.Errorf("%d tokens: %+v", c.tokens, l)
+		}
+		if l.DispatchShared != 8*256 || l.CombineShared != 0 {
+			t.Errorf("%d tokens: shared %d/%d bytes", c.tokens, l.DispatchShared, l.CombineShared)
+		}
+	}
+}
+
+// The symmetric layout of ep_bench's defaults on two ranks over NVLink,
+// area by area, as the kernels have always been given it.
+func TestSymLayoutOfTheDefaults(t *testing.T) {
+	l := plan(t, nil, Setup{NVLink: true}).Sym
+	// R=2, T=128, H=7168, K=8, E=256; auto: inline up to 2 tokens, lines
+	// dispatch and combine above.
+	want := []struct {
+		name      string
+		got, want Area
+	}{
+		{"dispatch signal", l.DispatchSignal, Area{0, 256}},                // 8·(R+2) → 256
+		{"combine signal", l.CombineSignal, Area{256, 256}},                //
+		{"dispatch recv", l.DispatchRecv, Area{512, 256 * 14464}},          // R·T messages of 128 + 14336 bytes
+		{"dispatch counts", l.DispatchCounts, Area{3703296, 1024}},         // 4·E
+		{"combine recv", l.CombineRecv, Area{3704320, 1024 * 7168 * 2}},    // max(T·K, R·T) rows
+		{"inline dispatch", l.InlineDispatch, Area{18384384, 256 * 29056}}, // R·T slots (lines) of (24 + H/4) units
+		{"inline counts", l.InlineCounts, Area{25822720, 4096}},            // 16·E
+		{"inline combine", l.InlineCombine, Area{25826816, 1024 * 16384}},  // T·K lines rows of 128 lines
+	}
+	for _, w := range want {
+		if w.got != w.want {
+			t.Errorf("%s: %+v, want %+v", w.name, w.got, w.want)
+		}
+	}
+	if l.Total != 42604032 {
+		t.Errorf("total %d", l.Total)
+	}
+}
+
+// Every area is 256-byte aligned, follows the previous one, and the plan's
+// memory is the symmetric buffer and every local buffer.
+func TestPlanMemory(t *testing.T) {
+	for _, edit := range []func(*config.Config){
+		nil,
+		func(c *config.Config) { c.Tokens, c.Hidden, c.TopK, c.Experts = 1, 128, 1, 2 },
+		func(c *config.Config) {
+			c.DispatchDtype, c.CombineMode, c.Reroute, c.CUDAGraph = config.DtypeFP8E4M3, config.DirectSend, 3, true
+		},
+	} {
+		p := plan(t, edit, Setup{NVLink: true, Trace: true})
+		l := p.Sym
+		next := int64(0)
+		for _, a := range []Area{l.DispatchSignal, l.CombineSignal, l.DispatchRecv, l.DispatchCounts, l.CombineRecv, l.InlineDispatch, l.InlineCounts, l.InlineCombine} {
+			if a.Off != next || a.Size%256 != 0 {
+				t.Errorf("%+v: area %+v after %d", p.Cfg, a, next)
+			}
+			next += a.Size
+		}
+		if next != l.Total {
+			t.Errorf("total %d, areas %d", l.Total, next)
+		}
+		c := p.Cfg
+		L, R, T, H, K := int64(c.Experts/2), int64(2), int64(c.Tokens), int64(c.Hidden), int64(c.TopK)
+		local := 8*R + T*H*2 + L*R*T*H*2 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + L*R*T*(H/128)*4 +
+			int64(max(c.Reroute, 1))*(T*K*12) + 2*TraceCalls*132*TracePoints*8
+		if c.CUDAGraph {
+			local += ClockBytes
+		}
+		if got := p.Memory(); got != l.Total+local {
+			t.Errorf("%+v: memory %d, want %d", c, got, l.Total+local)
+		}
+	}
+}
+
+// The offsets the kernels get are the layout's.
+func TestSymLayoutSetArgs(t *testing.T) {
+	l := plan(t, nil, Setup{NVLink: true}).Sym
+	var a Args
+	l.SetArgs(&a)
+	if a.OffDispatchSignal != 0 || a.OffCombineSignal != 256 || a.OffDispatchRecv != 512 || a.OffDispatchCounts != 3703296 ||
+		a.OffCombineRecv != 3704320 || a.OffInlineDispatch != 18384384 || a.OffInlineCounts != 25822720 || a.OffInlineCombine != 25826816 {
+		t.Errorf("%+v", a)
+	}
+}
