@@ -2,55 +2,31 @@ package gpu
 
 import (
 	"errors"
-	"os"
-	"runtime"
+	"fmt"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/ll"
-	"github.com/epbench/epbench/mpi"
 )
 
-// oneRank is the gatherer of a job of one rank.
-type oneRank struct{}
-
-func (oneRank) Rank() int { return 0 }
-func (oneRank) Size() int { return 1 }
-func (oneRank) AllgatherBytes(b []byte) ([]byte, error) {
-	return append([]byte(nil), b...), nil
-}
-
-// requireGPU locks the test's goroutine to its OS thread (the context is
-// current on one thread, as the executables do in main) and opens GPU 0.
-func requireGPU(t *testing.T) *Device {
-	t.Helper()
-	runtime.LockOSThread()
-	t.Cleanup(runtime.UnlockOSThread)
-	d, err := Open(0)
-	if err != nil {
-		t.Skipf("no usable GPU: %v", err)
-	}
-	return d
-}
-
 // usedMiB is the GPU's used memory as NVML sees it (all processes).
-func usedMiB(t *testing.T, busID string) float64 {
-	t.Helper()
+func usedMiB(busID string) (float64, error) {
 	if ret := nvml.Init(); ret != nvml.SUCCESS {
-		t.Fatalf("NVML: %v", nvml.ErrorString(ret))
+		return 0, fmt.Errorf("NVML: %v", nvml.ErrorString(ret))
 	}
 	defer nvml.Shutdown()
 	h, ret := nvml.DeviceGetHandleByPciBusId(busID)
 	if ret != nvml.SUCCESS {
-		t.Fatalf("NVML handle of %s: %v", busID, nvml.ErrorString(ret))
+		return 0, fmt.Errorf("NVML handle of %s: %v", busID, nvml.ErrorString(ret))
 	}
 	m, ret := h.GetMemoryInfo()
 	if ret != nvml.SUCCESS {
-		t.Fatalf("NVML memory: %v", nvml.ErrorString(ret))
+		return 0, fmt.Errorf("NVML memory: %v", nvml.ErrorString(ret))
 	}
-	return float64(m.Used) / (1 << 20)
+	return float64(m.Used) / (1 << 20), nil
 }
 
 // TestNoLeakOverSetupTeardownCycles: 100 set-ups and tear-downs in one process
@@ -59,35 +35,19 @@ func usedMiB(t *testing.T, busID string) float64 {
 // after its allocations, every third running a dispatch and a combine, leave
 // the GPU's used memory where it was.
 func TestNoLeakOverSetupTeardownCycles(t *testing.T) {
-	dev := requireGPU(t)
-	defer dev.Close()
+	onGPU(t, func(w *bench.World, dev *Device) error { return noLeak(t, w, dev) })
+}
 
-	// Under mpirun the cycles run on every rank with real peers: IPC handles
-	// are exported, opened and closed each cycle. Alone, one rank.
-	var g Gatherer = oneRank{}
-	size, local := 1, 1
-	if os.Getenv("OMPI_COMM_WORLD_SIZE") != "" {
-		if err := mpi.Init(); err != nil {
-			t.Fatal(err)
-		}
-		defer mpi.Finalize()
-		w := mpi.World()
-		lc, err := w.SplitShared()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lc.Free()
-		g, size, local = w, w.Size(), lc.Size()
-		dev.Close()
-		if dev, err = Open(lc.Rank()); err != nil {
-			t.Fatal(err)
-		}
-	}
+// noLeak runs the cycles on every rank of the job with real peers: IPC
+// handles are exported, opened and closed each cycle.
+func noLeak(t *testing.T, w *bench.World, dev *Device) error {
+	g, size, local := w.Comm, w.Size, w.LocalSize
 	shape := ll.Shape{Ranks: size, Rank: g.Rank(), Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256}
 	cfg := config.Default()
 	cfg.Reroute = 2
+	cfg.NumBlocks = sharedGrid(dev, local)
 
-	cycle := func(i int, fail bool) {
+	cycle := func(i int, fail bool) error {
 		injected := errors.New("injected set-up failure")
 		if fail {
 			afterAlloc = func() error { return injected }
@@ -97,42 +57,54 @@ func TestNoLeakOverSetupTeardownCycles(t *testing.T) {
 		defer func() { afterAlloc = nil }()
 		tr, err := NewIPC(g, size, local)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		b, err := NewBackend(dev, g, tr, shape, cfg, false)
 		if fail {
 			if !errors.Is(err, injected) {
-				t.Fatalf("cycle %d: set-up error %v, want the injected one", i, err)
+				return fmt.Errorf("cycle %d: set-up error %v, want the injected one", i, err)
 			}
-			return
+			return nil
 		}
 		if err != nil {
-			t.Fatalf("cycle %d: %v", i, err)
+			return fmt.Errorf("cycle %d: %w", i, err)
 		}
 		if i%3 == 0 {
 			for _, op := range []func(int) error{b.Dispatch, b.Combine} {
 				if err := op(i % 2); err != nil {
-					t.Fatalf("cycle %d: %v", i, err)
+					return fmt.Errorf("cycle %d: %w", i, err)
 				}
 				if err := b.Sync(); err != nil {
-					t.Fatalf("cycle %d: %v", i, err)
+					return fmt.Errorf("cycle %d: %w", i, err)
 				}
 			}
 		}
 		if err := b.Close(); err != nil {
-			t.Fatalf("cycle %d: close: %v", i, err)
+			return fmt.Errorf("cycle %d: close: %w", i, err)
 		}
+		return nil
 	}
 	// One warm cycle first: the driver keeps some memory after the first
 	// module load and launch, which is not a leak of ours.
-	cycle(-1, false)
-	before := usedMiB(t, dev.Info.PCIBusID)
-	for i := 0; i < 100; i++ {
-		cycle(i, i%10 == 9)
+	if err := cycle(-1, false); err != nil {
+		return err
 	}
-	after := usedMiB(t, dev.Info.PCIBusID)
+	before, err := usedMiB(dev.Info.PCIBusID)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 100; i++ {
+		if err := cycle(i, i%10 == 9); err != nil {
+			return err
+		}
+	}
+	after, err := usedMiB(dev.Info.PCIBusID)
+	if err != nil {
+		return err
+	}
 	t.Logf("rank %d of %d: GPU used memory: %.0f MiB before the 100 cycles, %.0f MiB after", g.Rank(), size, before, after)
 	if after-before > 2 {
-		t.Fatalf("used memory grew by %.0f MiB over 100 set-up/tear-down cycles", after-before)
+		return fmt.Errorf("used memory grew by %.0f MiB over 100 set-up/tear-down cycles", after-before)
 	}
+	return nil
 }

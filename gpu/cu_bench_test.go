@@ -1,0 +1,177 @@
+package gpu
+
+import (
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/epbench/epbench/bench"
+	"gorgonia.org/cu"
+)
+
+// The host cost of the calls of the timed loop through gorgonia.org/cu
+// against this package's own wrappers, on the same empty kernels: where
+// gorgonia/cu costs nothing measurable and has the call, the backend uses
+// it (docs/DESIGN.md, "gorgonia/cu and our wrappers").
+//
+//	mpirun -np 1 bin/gpu.test -test.run '^$' -test.bench . -test.benchtime 20000x
+
+// emptyPTX has an empty kernel with one by-value block of the LL kernels'
+// argument size, and one with a single pointer argument.
+const emptyPTX = `.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry ep_empty_block(.param .align 8 .b8 ep_empty_block_param_0[248]) { ret; }
+.visible .entry ep_empty_ptr(.param .u64 ep_empty_ptr_param_0) { ret; }
+`
+
+// timed runs op b.N times on the main thread with the GPU, and fails
+// with its first error.
+func timed(b *testing.B, setup func() (op func() error, done func(), err error)) {
+	onGPU(b, func(*bench.World, *Device) error {
+		op, done, err := setup()
+		if err != nil {
+			return err
+		}
+		defer done()
+		b.ResetTimer()
+		for range b.N {
+			if err := op(); err != nil {
+				return err
+			}
+		}
+		b.StopTimer()
+		return nil
+	})
+}
+
+// ours: a launch of the LL kernels' 248-byte block, then a stream sync.
+func BenchmarkLaunchSyncOurs(b *testing.B) {
+	timed(b, func() (func() error, func(), error) {
+		m, f, s, params, err := emptyOurs()
+		if err != nil {
+			return nil, nil, err
+		}
+		return func() error {
+				if err := f.Launch(132, 512, 0, s, params); err != nil {
+					return err
+				}
+				return s.Sync()
+			}, func() {
+				params.Free()
+				s.Destroy()
+				m.Unload()
+			}, nil
+	})
+}
+
+// gorgonia/cu: its Launch passes each parameter as 8 bytes (it cannot pass
+// the LL kernels' by-value block) from two C allocations per launch, so it
+// launches the one-pointer kernel.
+func BenchmarkLaunchSyncGorgonia(b *testing.B) {
+	timed(b, func() (func() error, func(), error) {
+		m, err := cu.LoadData(emptyPTX)
+		if err != nil {
+			return nil, nil, err
+		}
+		f, err := m.Function("ep_empty_ptr")
+		if err != nil {
+			return nil, nil, err
+		}
+		s, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return nil, nil, err
+		}
+		var p uint64
+		args := []unsafe.Pointer{unsafe.Pointer(&p)}
+		return func() error {
+				if err := f.Launch(132, 1, 1, 512, 1, 1, 0, s, args); err != nil {
+					return err
+				}
+				return s.Synchronize()
+			}, func() {
+				s.Destroy()
+				m.Unload()
+			}, nil
+	})
+}
+
+// ours: the timed loop's event pair around an empty kernel: record, launch,
+// record, sync, elapsed.
+func BenchmarkEventPairOurs(b *testing.B) {
+	timed(b, func() (func() error, func(), error) {
+		m, f, s, params, err := emptyOurs()
+		if err != nil {
+			return nil, nil, err
+		}
+		e0, err0 := NewEvent()
+		e1, err1 := NewEvent()
+		if err := errors.Join(err0, err1); err != nil {
+			return nil, nil, err
+		}
+		return func() error {
+				if err := errors.Join(e0.Record(s), f.Launch(1, 32, 0, s, params), e1.Record(s), s.Sync()); err != nil {
+					return err
+				}
+				_, err := ElapsedUs(e0, e1)
+				return err
+			}, func() {
+				e0.Destroy()
+				e1.Destroy()
+				params.Free()
+				s.Destroy()
+				m.Unload()
+			}, nil
+	})
+}
+
+// gorgonia/cu's events and stream around the same launch (ours).
+func BenchmarkEventPairGorgonia(b *testing.B) {
+	timed(b, func() (func() error, func(), error) {
+		m, f, ours, params, err := emptyOurs()
+		if err != nil {
+			return nil, nil, err
+		}
+		ours.Destroy()
+		s, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return nil, nil, err
+		}
+		stream := Stream(uintptr(unsafe.Pointer(s.C())))
+		e0, err0 := cu.MakeEvent(cu.DefaultEvent)
+		e1, err1 := cu.MakeEvent(cu.DefaultEvent)
+		if err := errors.Join(err0, err1); err != nil {
+			return nil, nil, err
+		}
+		return func() error {
+				if err := errors.Join(e0.Record(s), f.Launch(1, 32, 0, stream, params), e1.Record(s), s.Synchronize()); err != nil {
+					return err
+				}
+				_, err := e0.Elapsed(e1)
+				return err
+			}, func() {
+				cu.DestroyEvent(&e0)
+				cu.DestroyEvent(&e1)
+				params.Free()
+				s.Destroy()
+				m.Unload()
+			}, nil
+	})
+}
+
+// emptyOurs loads the empty kernels with this package's wrappers.
+func emptyOurs() (Module, Function, Stream, *ParamBlock, error) {
+	m, err := LoadModule([]byte(emptyPTX))
+	if err != nil {
+		return 0, 0, 0, nil, err
+	}
+	f, err := m.Function("ep_empty_block")
+	if err != nil {
+		return 0, 0, 0, nil, errors.Join(err, m.Unload())
+	}
+	s, err := NewStream()
+	if err != nil {
+		return 0, 0, 0, nil, errors.Join(err, m.Unload())
+	}
+	return m, f, s, NewParamBlock(248), nil
+}
