@@ -196,20 +196,18 @@ func (b *Backend) Name() string { return string(config.ComputeCUDA) }
 // Close implements bench.Backend.
 func (b *Backend) Close() error {
 	var errs []error
-	if b.stream != 0 {
+	if b.stream.Live() {
 		errs = append(errs, b.stream.Sync())
 		b.printTrace()
 	}
 	errs = append(errs, b.dropGraphs(), b.mem.free())
-	for i, e := range b.events {
-		if e != 0 {
-			errs = append(errs, e.Destroy())
-			b.events[i] = 0
+	for i := range b.events {
+		if b.events[i].Live() {
+			errs = append(errs, b.events[i].Destroy())
 		}
 	}
-	if b.stream != 0 {
+	if b.stream.Live() {
 		errs = append(errs, b.stream.Destroy())
-		b.stream = 0
 	}
 	for v, ks := range b.modules {
 		if ks.module != 0 {

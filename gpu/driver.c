@@ -72,33 +72,6 @@ int ep_graph_launch(uint64_t exec, uint64_t stream) {
 
 int ep_graph_destroy(uint64_t exec) { return (int)cuGraphExecDestroy((CUgraphExec)(uintptr_t)exec); }
 
-int ep_stream_create(uint64_t* stream) {
-    CUstream s = NULL;
-    CUresult r = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
-    *stream = (uint64_t)(uintptr_t)s;
-    return (int)r;
-}
-
-int ep_stream_destroy(uint64_t stream) { return (int)cuStreamDestroy((CUstream)(uintptr_t)stream); }
-int ep_stream_sync(uint64_t stream) { return (int)cuStreamSynchronize((CUstream)(uintptr_t)stream); }
-
-int ep_event_create(uint64_t* event) {
-    CUevent e = NULL;
-    CUresult r = cuEventCreate(&e, CU_EVENT_DEFAULT);
-    *event = (uint64_t)(uintptr_t)e;
-    return (int)r;
-}
-
-int ep_event_destroy(uint64_t event) { return (int)cuEventDestroy((CUevent)(uintptr_t)event); }
-
-int ep_event_record(uint64_t event, uint64_t stream) {
-    return (int)cuEventRecord((CUevent)(uintptr_t)event, (CUstream)(uintptr_t)stream);
-}
-
-int ep_event_elapsed_ms(uint64_t start, uint64_t end, float* ms) {
-    return (int)cuEventElapsedTime(ms, (CUevent)(uintptr_t)start, (CUevent)(uintptr_t)end);
-}
-
 int ep_ipc_handle_size(void) { return (int)sizeof(CUipcMemHandle); }
 
 int ep_ipc_get(uint64_t dptr, void* handle_out) {
@@ -118,16 +91,6 @@ int ep_ipc_open(const void* handle, uint64_t* dptr) {
 }
 
 int ep_ipc_close(uint64_t dptr) { return (int)cuIpcCloseMemHandle((CUdeviceptr)dptr); }
-
-int ep_memset_d32_async(uint64_t dptr, unsigned value, size_t n, uint64_t stream) {
-    return (int)cuMemsetD32Async((CUdeviceptr)dptr, value, n, (CUstream)(uintptr_t)stream);
-}
-
-int ep_memcpy_htod_async(uint64_t dst, const void* src, size_t bytes, uint64_t stream) {
-    return (int)cuMemcpyHtoDAsync((CUdeviceptr)dst, src, bytes, (CUstream)(uintptr_t)stream);
-}
-
-int ep_memcpy_dtoh(void* dst, uint64_t src, size_t bytes) { return (int)cuMemcpyDtoH(dst, (CUdeviceptr)src, bytes); }
 
 int ep_profiler_start(void) { return (int)cuProfilerStart(); }
 int ep_profiler_stop(void) { return (int)cuProfilerStop(); }

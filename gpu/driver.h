@@ -1,6 +1,8 @@
-// Thin C layer over the CUDA driver calls the hot loop and IPC need, which
-// gorgonia.org/cu either lacks (IPC, profiler) or wraps with a per-call
-// allocation (kernel launch).
+// Thin C layer over the CUDA driver calls that gorgonia.org/cu lacks or
+// cannot make as the kernels need: a launch of one by-value argument block
+// (gorgonia/cu passes 8 bytes per parameter, from two allocations per
+// launch), CUDA graphs, module loads with the JIT error log in C memory,
+// IPC, mapped host memory and the profiler range.
 #ifndef EPBENCH_GPU_DRIVER_H
 #define EPBENCH_GPU_DRIVER_H
 
@@ -25,28 +27,13 @@ int ep_graph_capture(uint64_t function, unsigned grid, unsigned block, unsigned 
 int ep_graph_launch(uint64_t exec, uint64_t stream);
 int ep_graph_destroy(uint64_t exec);
 
-int ep_stream_create(uint64_t* stream);
-int ep_stream_destroy(uint64_t stream);
-int ep_stream_sync(uint64_t stream);
-
-int ep_event_create(uint64_t* event);
-int ep_event_destroy(uint64_t event);
-int ep_event_record(uint64_t event, uint64_t stream);
-int ep_event_elapsed_ms(uint64_t start, uint64_t end, float* ms);
-
 int ep_ipc_get(uint64_t dptr, void* handle_out);      // CU_IPC_HANDLE_SIZE bytes
 int ep_ipc_open(const void* handle, uint64_t* dptr);
 int ep_ipc_close(uint64_t dptr);
 int ep_ipc_handle_size(void);
 
-int ep_memset_d32_async(uint64_t dptr, unsigned value, size_t n, uint64_t stream);
-int ep_memcpy_htod_async(uint64_t dst, const void* src, size_t bytes, uint64_t stream);
-int ep_memcpy_dtoh(void* dst, uint64_t src, size_t bytes);
-
 int ep_profiler_start(void);
 int ep_profiler_stop(void);
-
-
 
 // Page-locked host memory mapped into the device's address space: the host
 // reads what kernels write there without a copy.

@@ -71,7 +71,7 @@ func (b *ParamBlock) Free() {
 
 // Launch enqueues f on s with grid×block threads and the argument block.
 func (f Function) Launch(grid, block, smem int, s Stream, args *ParamBlock) error {
-	return check("cuLaunchKernel", C.ep_launch(C.uint64_t(f), C.uint(grid), C.uint(block), C.uint(smem), C.uint64_t(s), args.p))
+	return check("cuLaunchKernel", C.ep_launch(C.uint64_t(f), C.uint(grid), C.uint(block), C.uint(smem), s.handle(), args.p))
 }
 
 // Graph is an executable CUDA graph of one kernel launch.
@@ -82,13 +82,13 @@ type Graph uint64
 // to s.
 func (f Function) Capture(grid, block, smem int, s Stream, args *ParamBlock) (Graph, error) {
 	var g C.uint64_t
-	err := check("capturing a CUDA graph", C.ep_graph_capture(C.uint64_t(f), C.uint(grid), C.uint(block), C.uint(smem), C.uint64_t(s), args.p, &g))
+	err := check("capturing a CUDA graph", C.ep_graph_capture(C.uint64_t(f), C.uint(grid), C.uint(block), C.uint(smem), s.handle(), args.p, &g))
 	return Graph(g), err
 }
 
 // Launch enqueues the graph on s.
 func (g Graph) Launch(s Stream) error {
-	return check("cuGraphLaunch", C.ep_graph_launch(C.uint64_t(g), C.uint64_t(s)))
+	return check("cuGraphLaunch", C.ep_graph_launch(C.uint64_t(g), s.handle()))
 }
 
 // Destroy releases the graph.
