@@ -20,6 +20,7 @@ type Args struct {
 	OffInlineCombine                       uint64
 	Expect, TimeoutNs                      uint64
 	Clock                                  uint64 // 0, or the device clock (ClockBytes)
+	JitterNs                               uint64 // 0, or the most a kernel waits before it starts (--jitter-us)
 	Rank, Ranks, Tokens, Hidden, TopK      int32
 	LocalExperts                           int32
 	Epoch, CombineMode                     int32
@@ -27,9 +28,9 @@ type Args struct {
 	CombineProto, Reserved                 int32
 }
 
-// ArgsSize is sizeof(LLArgs): 25 eight-byte fields and 12 four-byte fields
+// ArgsSize is sizeof(LLArgs): 26 eight-byte fields and 12 four-byte fields
 // (the test derives it from ll.cuh).
-const ArgsSize = 25*8 + 12*4
+const ArgsSize = 26*8 + 12*4
 
 // ClockBytes is the size of the device clock (kClockWords in ll.cuh): the
 // call count the kernels keep on the device when their arguments cannot
@@ -58,6 +59,9 @@ const (
 	// variant than its module's, or a dispatch entry with a token count it
 	// does not take. No peer goes with it.
 	PhaseVariant = 3
+	// PhaseStale: a kernel found a peer's data of another call where this
+	// call's must be (the ownership of the slots is broken: a defect).
+	PhaseStale = 4
 )
 
 // DecodeError splits the kernels' error word (LLArgs.err) into its phase
@@ -81,7 +85,7 @@ func (a *Args) Put(b []byte) {
 		a.Peers, a.Err, a.X, a.TopkIdx, a.TopkW, a.RecvX, a.RecvCount, a.SrcInfo, a.LayoutRange,
 		a.RowPos, a.Y, a.Out, a.RecvScales, a.Trace, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
 		a.OffDispatchCounts, a.OffInlineDispatch, a.OffInlineCounts, a.OffInlineCombine, a.Expect, a.TimeoutNs,
-		a.Clock,
+		a.Clock, a.JitterNs,
 	} {
 		le.PutUint64(b[o:], v)
 		o += 8

@@ -85,6 +85,7 @@ func TestMirrorsMatchTheSource(t *testing.T) {
 		"kPhaseDispatch": PhaseDispatch,
 		"kPhaseCombine":  PhaseCombine,
 		"kPhaseVariant":  PhaseVariant,
+		"kPhaseStale":    PhaseStale,
 	} {
 		got, ok := consts[name]
 		if !ok {

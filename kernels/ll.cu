@@ -71,9 +71,20 @@ __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
 // their rows into the own expert rows directly.
 __device__ __forceinline__ bool direct_self(const LLArgs& a, int s) { return s == a.rank; }
 
+// Slot (src, t) of this call's half of a dispatch area: [2, R, T] slots,
+// the call's parity first (ll.cuh, call_parity).
+__device__ __forceinline__ uint64_t slot_index(const LLArgs& a, int src, int t) {
+    return ((uint64_t)call_parity(a.epoch) * a.ranks + src) * a.tokens + t;
+}
+
 __device__ __forceinline__ const uint8_t* dispatch_slot(const LLArgs& a, uint64_t base, int src, int t) {
-    return at<const uint8_t>(base, a.off_dispatch_recv) +
-           ((uint64_t)src * a.tokens + t) * (uint64_t)message_bytes(a.topk, a.hidden);
+    return at<const uint8_t>(base, a.off_dispatch_recv) + slot_index(a, src, t) * (uint64_t)message_bytes(a.topk, a.hidden);
+}
+
+// The per-expert counts of source src in this call's half of a counts
+// area: [2, R, L] entries.
+__device__ __forceinline__ uint64_t count_index(const LLArgs& a, int src) {
+    return ((uint64_t)call_parity(a.epoch) * a.ranks + src) * a.local_experts;
 }
 
 // Header fields of a message at h.
@@ -99,18 +110,28 @@ __device__ __forceinline__ bool fenced_header(const LLArgs& a, const uint8_t* sl
 }
 
 // --- inline protocol (ll.cuh) ---
+// A unit is two 64-bit elements {d0 | flag << 32, d1 | flag << 32}, each
+// stored and loaded in one piece.
 __device__ __forceinline__ void unit_store(uint4* p, uint32_t d0, uint32_t d1, uint32_t flag) {
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d0), "r"(flag), "r"(d1), "r"(flag)
+#if EPBENCH_BREAK == 3  // kBreakFlagFirst: the flags land before their data
+    uint32_t* w = reinterpret_cast<uint32_t*>(p);
+    asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(w + 1), "r"(flag) : "memory");
+    asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(w + 3), "r"(flag) : "memory");
+    __nanosleep(2000);
+    asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(w), "r"(d0) : "memory");
+    asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(w + 2), "r"(d1) : "memory");
+#else
+    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"((uint64_t)flag << 32 | d0),
+                 "l"((uint64_t)flag << 32 | d1)
                  : "memory");
+#endif
 }
 
+// A unit as {d0, flag, d1, flag}.
 __device__ __forceinline__ uint4 unit_load(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p)
-                 : "memory");
-    return v;
+    uint64_t w0, w1;
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(w0), "=l"(w1) : "l"(p) : "memory");
+    return make_uint4((uint32_t)w0, (uint32_t)(w0 >> 32), (uint32_t)w1, (uint32_t)(w1 >> 32));
 }
 
 // Waits until unit p carries `flag` in both halves and returns its 8 data
@@ -166,6 +187,15 @@ __device__ __forceinline__ void vec_store(uint4* p, uint4 v, uint32_t flag) {
 // --- lines protocol (ll.cuh) ---
 __device__ __forceinline__ void line_store(uint4* p, uint64_t w0, uint64_t w1) {
     asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(w0), "l"(w1) : "memory");
+}
+
+// Stores part `part` (0..7) of a line; the 8 lanes of a line call it in one
+// instruction.
+__device__ __forceinline__ void line_part_store(uint4* p, int part, uint64_t w0, uint64_t w1) {
+#if EPBENCH_BREAK == 3  // kBreakFlagFirst: the flag's part lands before the data
+    if (part != 7) __nanosleep(2000);
+#endif
+    line_store(p, w0, w1);
 }
 
 __device__ __forceinline__ void line_load(const uint4* p, uint64_t* w0, uint64_t* w1) {
@@ -229,7 +259,7 @@ __device__ __forceinline__ int header_int(uint64_t w0, uint64_t w1, int i) {
 }
 
 __device__ __forceinline__ uint4* inline_slot(const LLArgs& a, uint64_t base, int src, int t) {
-    return at<uint4>(base, a.off_inline_dispatch) + ((uint64_t)src * a.tokens + t) * inline_slot_units(a.topk, a.hidden);
+    return at<uint4>(base, a.off_inline_dispatch) + slot_index(a, src, t) * inline_slot_units(a.topk, a.hidden);
 }
 
 __device__ __forceinline__ uint64_t atom_add_acq_rel_gpu(uint64_t* p, uint64_t v) {
@@ -265,8 +295,12 @@ __device__ __forceinline__ bool last_ticket(uint64_t* tickets, uint64_t blocks) 
 __device__ __forceinline__ void release_peers(const LLArgs& a, const uint64_t* bases, uint64_t off_signal) {
     for (int q = threadIdx.x % kWarp; q < a.ranks; q += kWarp) {
         if (q == a.rank) continue;
+#if EPBENCH_BREAK == 2  // kBreakNoFence: a relaxed add, no fence
+        asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(at<uint64_t>(bases[q], off_signal) + a.rank) : "memory");
+#else
         __threadfence_system();
         red_release_sys_add(at<uint64_t>(bases[q], off_signal) + a.rank, 1);
+#endif
     }
 }
 
@@ -390,6 +424,20 @@ __device__ __forceinline__ LLArgs clocked(const LLArgs& p, bool dispatch) {
     return a;
 }
 
+// With --jitter-us (a.jitter_ns > 0) every block waits, when it starts, a
+// delay of 0 .. jitter_ns drawn from the rank, the call and the kernel, so
+// ranks drift apart even when the host runs ahead of the GPU (testing).
+__device__ __forceinline__ void jitter(const LLArgs& a, bool dispatch) {
+    if (a.jitter_ns == 0) return;
+    uint64_t h = ((uint64_t)(uint32_t)a.epoch << 32 | (uint32_t)a.rank << 1 | (dispatch ? 1u : 0u)) + 0x9e3779b97f4a7c15ull;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    const uint64_t until = global_timer() + h % (a.jitter_ns + 1);
+    while (global_timer() < until) {
+    }
+}
+
 }  // namespace
 
 // The dispatch entries (ll_dispatch.cuh). A variant's module has those it
@@ -446,7 +494,8 @@ __device__ __forceinline__ void line_put(uint4* row, int line, int nlines, uint4
     if (line >= nlines) return;
     const int part = (int)(threadIdx.x % 8);
     const bool fl = part == 7;
-    line_store(row + line * 8 + part, fl ? 0 : (uint64_t)d.y << 32 | d.x, fl ? (uint64_t)flag : (uint64_t)d.w << 32 | d.z);
+    line_part_store(row + line * 8 + part, part, fl ? 0 : (uint64_t)d.y << 32 | d.x,
+                    fl ? (uint64_t)flag : (uint64_t)d.w << 32 | d.z);
 }
 
 // Calls use(k, w, raw) for each of the warp's local selections in `local`
@@ -620,6 +669,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
 extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(const LLArgs args) {
     if (!variant_ok(args, -1)) return;
     const LLArgs a = clocked(args, false);
+    jitter(a, false);
     const uint64_t deadline = global_timer() + a.timeout_ns;
     EPBENCH_TRACE(a, 0);
     const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;

@@ -27,15 +27,16 @@ struct LLArgs {
     uint64_t* trace;           // null, or [grid, kTracePoints] globaltimer stamps of this call's phases
     uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then [2] tickets
     uint64_t off_combine_signal;
-    uint64_t off_dispatch_recv;    // [R, T] dispatch messages (header + row) per source rank and token
+    uint64_t off_dispatch_recv;    // [2, R, T] dispatch messages (header + row) per call parity, source rank and token
     uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
-    uint64_t off_dispatch_counts;  // int32 [R, L]: selections of each local expert per source rank
-    uint64_t off_inline_dispatch;  // inline and lines protocols: [R, T] slots of units (inline_slot_units)
-    uint64_t off_inline_counts;    // inline and lines protocols: [R, L] units
+    uint64_t off_dispatch_counts;  // int2 [2, R, L]: {selections of each local expert, epoch} per call parity and source
+    uint64_t off_inline_dispatch;  // inline and lines protocols: [2, R, T] slots of units (inline_slot_units)
+    uint64_t off_inline_counts;    // inline and lines protocols: [2, R, L] units
     uint64_t off_inline_combine;   // inline: [max(T*K, R*T)] rows of H/4 units; lines: rows of lines ([R*T], direct_send [T*K])
     uint64_t expect;           // every source's arrival count once this call's release is in: the call number
     uint64_t timeout_ns;       // bound of every spin-wait
     uint64_t* clock;           // null, or the device clock (kClockWords): epoch and expect come from there
+    uint64_t jitter_ns;        // 0, or the most a kernel waits before it starts (--jitter-us; testing)
     int32_t rank;
     int32_t ranks;
     int32_t tokens;
@@ -90,6 +91,19 @@ constexpr int kTracePoints = 8;
 constexpr int kPhaseDispatch = 1;
 constexpr int kPhaseCombine = 2;
 constexpr int kPhaseVariant = 3;  // the call's arguments are not the module's variant (error word: 3 << 24)
+constexpr int kPhaseStale = 4;    // a peer's data of another call where this call's must be: (4 << 24) | (peer + 1)
+
+// Who owns a dispatch slot (docs/DESIGN.md, "Calls back to back"): call n
+// writes, and reads, the half of every dispatch area that its parity names,
+// so a rank that runs ahead into call n+1 writes where its peers finished
+// reading in call n-1. A build with EPBENCH_BREAK defined breaks one
+// ordering step on purpose, for the tests that show validation catches it
+// (never embedded): 1 the slots are not alternated, 2 the fenced release
+// has no fence, 3 a flag is stored before its data.
+#ifndef EPBENCH_BREAK
+#define EPBENCH_BREAK 0
+#endif
+constexpr int kBreakNoParity = 1, kBreakNoFence = 2, kBreakFlagFirst = 3;
 constexpr int kMaxTopK = 32;
 constexpr int kMaxRanks = 256;     // config.MaxRanks
 constexpr int kWarp = 32;
@@ -108,8 +122,9 @@ __host__ __device__ inline int message_bytes(int topk, int hidden) { return head
 __host__ __device__ inline int row_bytes(int hidden, bool fp8) { return fp8 ? hidden : 2 * hidden; }
 
 // Inline protocol: data travels in 16-byte units {d0, flag, d1, flag}; each
-// 8-byte half is stored in one piece, so a reader that sees the call's flag
-// in both halves has the unit's 8 data bytes. No fence and no arrival counter
+// 8-byte half {data, flag} is one 64-bit element of the store and of the
+// load (single-copy atomic), so a reader that sees the call's flag in both
+// halves has the unit's 8 data bytes. No fence and no arrival counter
 // are needed, at twice the bytes on the wire: the small operations use it.
 // A dispatch slot: unit 0 {present, -}, units 1+k {id_k, row_k}, units 1+K+k
 // {weight_k, -}, then from unit inline_payload_unit(K) the row (8 bytes per
@@ -144,6 +159,9 @@ __host__ __device__ inline int lines_row_lines(int hidden, bool fp8) {
 __host__ __device__ inline int lines_slot_bytes(int topk, int hidden) {
     return 128 * (lines_header_lines(topk) + lines_row_lines(hidden, false));
 }
+
+// The half of the dispatch areas call `epoch` owns (0 or 1).
+__device__ __forceinline__ int call_parity(int32_t epoch) { return EPBENCH_BREAK == kBreakNoParity ? 0 : epoch & 1; }
 
 __device__ __forceinline__ uint64_t global_timer() {
     uint64_t t;

@@ -12,6 +12,7 @@
 extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY(const LLArgs args) {
     if (!variant_ok(args, EPBENCH_SPREAD)) return;
     const LLArgs a = clocked(args, true);
+    jitter(a, true);
     // Dynamic shared memory: two int arrays of E entries (DispatchSharedBytes).
     extern __shared__ int dyn[];
     __shared__ int dests[kMaxTopK];      // the current token's destination peers
@@ -81,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         return q;
     };
     auto slot_at = [&](int q, int t) {
-        return at<uint8_t>(peer_base[q], a.off_dispatch_recv) + ((uint64_t)a.rank * T + t) * (uint64_t)msg;
+        return at<uint8_t>(peer_base[q], a.off_dispatch_recv) + slot_index(a, a.rank, t) * (uint64_t)msg;
     };
     const uint32_t flag = (uint32_t)a.epoch;
     const uint64_t flag64 = flag;  // lines
@@ -195,11 +196,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     if (blockIdx.x == 0) {
         for (int q = 0; q < R; q++) {
             if (direct_self(a, q)) continue;
-            int* c = at<int>(peer_base[q], a.off_dispatch_counts) + (int64_t)a.rank * L;
-            uint4* ic = at<uint4>(peer_base[q], a.off_inline_counts) + (int64_t)a.rank * L;
+            int2* c = at<int2>(peer_base[q], a.off_dispatch_counts) + count_index(a, a.rank);
+            uint4* ic = at<uint4>(peer_base[q], a.off_inline_counts) + count_index(a, a.rank);
             for (int l = threadIdx.x; l < L; l += kThreads) {
                 if (inl || lines) unit_store(ic + l, total[q * L + l], 0, flag);
-                else c[l] = total[q * L + l];
+                else c[l] = make_int2(total[q * L + l], a.epoch);  // one 8-byte store
             }
         }
     }
@@ -247,8 +248,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                     const int i = ln * 2 * kLineWords + 4 * part + j;
                     c[j] = i == 0 ? (sent ? 1u : 0u) : i < 2 + 3 * K ? (uint32_t)lhdr[i] : 0u;
                 }
-                line_store(islot_at(r, t) + ln * 8 + part, (uint64_t)c[1] << 32 | c[0],
-                           part == 7 ? flag64 : (uint64_t)c[3] << 32 | c[2]);
+                line_part_store(islot_at(r, t) + ln * 8 + part, part, (uint64_t)c[1] << 32 | c[0],
+                                part == 7 ? flag64 : (uint64_t)c[3] << 32 | c[2]);
             }
             __syncwarp();  // lhdr is rewritten for the next token
         }
@@ -362,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                 d0 = word(w);
                 d1 = word(w + 1);
             }
-            for (int i = 0; i < nd; i++) line_store(islot_at(dests[i], t) + (nhl + ln) * 8 + lane % 8, d0, d1);
+            for (int i = 0; i < nd; i++) line_part_store(islot_at(dests[i], t) + (nhl + ln) * 8 + lane % 8, lane % 8, d0, d1);
         }
         __syncthreads();  // dests and gamax are rewritten for the next token
         if (t + 1 < t1) load_x(t + 1);
@@ -437,7 +438,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // --- peers: the workers copy the messages this block owns (one per
     // source token, sources in order from rank+1) to the rows their headers
     // name; the last block also writes the layout ---
-    const int* counts = at<const int>(self, a.off_dispatch_counts);
+    const int2* counts = at<const int2>(self, a.off_dispatch_counts);
     const uint4* icounts = at<const uint4>(self, a.off_inline_counts);
     const uint64_t* arrived = at<const uint64_t>(self, a.off_dispatch_signal);
     // Waits (first worker) for the sources of order below `upto` (inline:
@@ -458,11 +459,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             return true;
         }
         if (!inl && !lines) {
-            *c = __ldcg(counts + (int64_t)s * L + l);
+            // Acquired with the source's release: a count of another call is
+            // an ownership defect, reported, never used.
+            const int2 v = __ldcg(counts + count_index(a, s) + l);
+            if (v.y != a.epoch) {
+                atomicCAS(a.err, 0, (kPhaseStale << 24) | (s + 1));
+                return false;
+            }
+            *c = v.x;
             return true;
         }
         uint2 d;
-        if (!unit_wait(icounts + (int64_t)s * L + l, flag, &d, deadline, a.err, kPhaseDispatch, s)) return false;
+        if (!unit_wait(icounts + count_index(a, s) + l, flag, &d, deadline, a.err, kPhaseDispatch, s)) return false;
         *c = (int)d.x;
         return true;
     };

@@ -27,6 +27,11 @@ const (
 	MaxRanks = 256
 )
 
+// LinesVerifiedCC is the compute capability whose NVLink delivery of a
+// 128-byte line stored by one warp instruction epbench has measured whole
+// (H100/H200, docs/PERF.md).
+const LinesVerifiedCC = "9.0"
+
 // TraceCalls is how many calls of each kernel keep their phase stamps
 // (EPBENCH_TRACE): the stamp buffers are used in turn.
 const TraceCalls = 64
@@ -38,9 +43,11 @@ const TraceCalls = 64
 type Setup struct {
 	Cfg   *config.Config
 	Ranks int
-	// NVLink: every pair of the job's GPUs is linked by NVLink (the ranks
-	// agree on it), so the lines protocol may be used.
-	NVLink bool
+	// LinesVerified: every pair of the job's ranks delivers a 128-byte line
+	// whole, as verified (the ranks agree on it): they share one GPU, or
+	// NVLink links GPUs of a compute capability epbench has measured
+	// (LinesVerifiedCC). Only then may the lines protocol be used.
+	LinesVerified bool
 	// Grid is the blocks of a launch: --num-blocks, or one per SM, the
 	// smallest over the ranks (arrival counts are per block).
 	Grid int
@@ -66,11 +73,11 @@ type Area struct{ Off, Size int64 }
 type SymLayout struct {
 	DispatchSignal Area // uint64 [R] arrival counters per source, then [2] tickets of this rank's blocks
 	CombineSignal  Area
-	DispatchRecv   Area // [R, T] dispatch messages (header + row)
-	DispatchCounts Area // int32 [E]: selections of each local expert per source rank
+	DispatchRecv   Area // [2, R, T] dispatch messages (header + row), a half per call parity
+	DispatchCounts Area // int2 [2, E]: {selections of each local expert per source rank, epoch}
 	CombineRecv    Area // [max(T*K, R*T), H] bf16 combine rows
-	InlineDispatch Area // inline and lines dispatch slots, [R, TD]
-	InlineCounts   Area // inline and lines per-expert counts, 16 bytes per expert
+	InlineDispatch Area // inline and lines dispatch slots, [2, R, TD]
+	InlineCounts   Area // inline and lines per-expert counts, [2, E] units of 16 bytes
 	InlineCombine  Area // inline combine rows, or lines rows
 	Total          int64
 }
@@ -80,6 +87,7 @@ type SymLayout struct {
 type LocalSizes struct {
 	Peers          int64 // [R] every rank's symmetric base as mapped here
 	X              int64 // [T, H] bf16 token rows
+	XGen           int64 // [T, H] bf16 token rows of a validated pair's generation
 	RecvX          int64 // [L, R*T, H] bf16 (FP8: E4M3 bytes in the same space)
 	RecvCount      int64 // [L] int32
 	SrcInfo        int64 // [L, R*T] int32
@@ -95,7 +103,7 @@ type LocalSizes struct {
 
 // Total is the sum of the local buffers.
 func (l LocalSizes) Total() int64 {
-	return l.Peers + l.X + l.RecvX + l.RecvCount + l.SrcInfo + l.LayoutRange + l.RowPos + l.Out + l.RecvScales +
+	return l.Peers + l.X + l.XGen + l.RecvX + l.RecvCount + l.SrcInfo + l.LayoutRange + l.RowPos + l.Out + l.RecvScales +
 		int64(l.Routings)*(l.TopkIdx+l.TopkW) + l.Clock + 2*l.Trace
 }
 
@@ -111,15 +119,16 @@ func NewPlan(s Setup) (*Plan, error) {
 		return nil, fmt.Errorf("kernels: no plan for %d ranks, %d experts, %d tokens, hidden %d", s.Ranks, c.Experts, c.Tokens, c.Hidden)
 	case s.Grid < 1:
 		return nil, fmt.Errorf("kernels: a grid of %d blocks", s.Grid)
-	case c.Protocol == config.ProtocolLines && !s.NVLink:
-		return nil, fmt.Errorf("--protocol lines needs NVLink between every pair of GPUs (a 128-byte line is delivered whole only over NVLink)")
+	case c.Protocol == config.ProtocolLines && !s.LinesVerified:
+		return nil, &config.UsageError{Flag: "--protocol", Why: "lines is verified only for ranks sharing one GPU or on GPUs of compute capability " +
+			LinesVerifiedCC + " linked by NVLink (a 128-byte line must arrive whole); use auto, fenced or inline"}
 	}
 	p := &Plan{Setup: s}
 	p.layout()
 	R, T, H, K, L := int64(s.Ranks), int64(c.Tokens), int64(c.Hidden), int64(c.TopK), int64(c.Experts/s.Ranks)
 	routings := max(c.Reroute, 1)
 	p.Local = LocalSizes{
-		Peers: 8 * R, X: T * H * 2,
+		Peers: 8 * R, X: T * H * 2, XGen: T * H * 2,
 		RecvX: L * R * T * H * 2, RecvCount: 4 * L, SrcInfo: 4 * L * R * T, LayoutRange: 8 * L * R,
 		RowPos: 4 * R * T * K, Out: T * H * 2, RecvScales: L * R * T * (H / 128) * 4,
 		TopkIdx: T * K * 8, TopkW: T * K * 4, Routings: routings,
@@ -157,24 +166,24 @@ func (p *Plan) inlineUpTo() int {
 func (p *Plan) Inline(tokens int) bool { return tokens <= p.inlineUpTo() }
 
 // DispatchLines reports whether a dispatch of `tokens` tokens sends its
-// messages in lines: only over NVLink, above the inline size, with
+// messages in lines: only where lines are verified, above the inline size, with
 // --protocol lines or, with auto, for a BF16 dispatch (an FP8 sender
 // quantises word by word and measured slower in lines, docs/PERF.md); and
 // only where a lines message fits the inline dispatch slot it uses.
 func (p *Plan) DispatchLines(tokens int) bool {
 	c := p.Cfg
-	if !p.NVLink || p.Inline(tokens) || LinesSlotBytes(c.TopK, c.Hidden) > InlineSlotBytes(c.TopK, c.Hidden) {
+	if !p.LinesVerified || p.Inline(tokens) || LinesSlotBytes(c.TopK, c.Hidden) > InlineSlotBytes(c.TopK, c.Hidden) {
 		return false
 	}
 	return c.Protocol == config.ProtocolLines || (c.Protocol == config.ProtocolAuto && c.DispatchDtype == config.DtypeBF16)
 }
 
 // CombineLines reports whether a combine of `tokens` tokens sends its rows
-// in lines: only over NVLink, above the inline size, with --protocol lines
+// in lines: only where lines are verified, above the inline size, with --protocol lines
 // or auto, for either combine mode and dispatch dtype (the rows are bf16
 // either way).
 func (p *Plan) CombineLines(tokens int) bool {
-	if !p.NVLink || p.Inline(tokens) {
+	if !p.LinesVerified || p.Inline(tokens) {
 		return false
 	}
 	return p.Cfg.Protocol == config.ProtocolLines || p.Cfg.Protocol == config.ProtocolAuto
@@ -186,6 +195,11 @@ type Launch struct {
 	DispatchEntry, CombineEntry   string
 	Grid, Threads                 int
 	DispatchShared, CombineShared int // dynamic shared memory, bytes
+	// CombineWaitsForOwnGrid: the combine's blocks wait for other blocks of
+	// its own grid (the own rank's partials, inline; the own rank's
+	// release, fenced), so its grid must be resident at once: it is
+	// launched cooperatively, which fails where it cannot be.
+	CombineWaitsForOwnGrid bool
 }
 
 // Launch is the launch of operations of `tokens` ≤ Cfg.Tokens tokens per
@@ -210,6 +224,7 @@ func (p *Plan) Launch(tokens int) (Launch, error) {
 	return Launch{
 		Variant: v, DispatchEntry: v.DispatchEntry(tokens), CombineEntry: CombineKernel,
 		Grid: grid, Threads: ThreadsPerBlock, DispatchShared: DispatchSharedBytes(c.Experts),
+		CombineWaitsForOwnGrid: v.Combine != ProtoLines,
 	}, nil
 }
 
@@ -241,11 +256,14 @@ func (p *Plan) layout() {
 	// this rank's own blocks (last_ticket in ll.cu).
 	l.DispatchSignal = area(8 * (R + 2))
 	l.CombineSignal = area(8 * (R + 2))
-	l.DispatchRecv = area(R * T * int64(MessageBytes(c.TopK, c.Hidden)))
-	l.DispatchCounts = area(4 * E)
+	// The dispatch areas have a half per call parity (docs/DESIGN.md, "Calls
+	// back to back"); combine needs none: a rank's combine n+1 follows its
+	// dispatch n+1, which every peer joins only after its combine n.
+	l.DispatchRecv = area(2 * R * T * int64(MessageBytes(c.TopK, c.Hidden)))
+	l.DispatchCounts = area(2 * 8 * E)
 	l.CombineRecv = area(max(T*K, R*T) * H * 2)
-	l.InlineDispatch = area(R * TD * int64(InlineSlotBytes(c.TopK, c.Hidden)))
-	l.InlineCounts = area(16 * E)
+	l.InlineDispatch = area(2 * R * TD * int64(InlineSlotBytes(c.TopK, c.Hidden)))
+	l.InlineCounts = area(2 * 16 * E)
 	l.InlineCombine = area(combine)
 	l.Total = next
 }

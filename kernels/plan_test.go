@@ -46,7 +46,7 @@ func TestInline(t *testing.T) {
 		{config.ProtocolFenced, 1, 7168, false},
 		{config.ProtocolLines, 1, 7168, false},
 	} {
-		p := plan(t, func(cfg *config.Config) { cfg.Protocol, cfg.Hidden = c.p, c.hidden }, Setup{NVLink: true})
+		p := plan(t, func(cfg *config.Config) { cfg.Protocol, cfg.Hidden = c.p, c.hidden }, Setup{LinesVerified: true})
 		if got := p.Inline(c.tokens); got != c.want {
 			t.Errorf("%v: Inline(%d) at hidden %d = %v, want %v", c.p, c.tokens, c.hidden, got, c.want)
 		}
@@ -70,7 +70,7 @@ func TestDispatchLines(t *testing.T) {
 		{config.ProtocolAuto, 128, config.DtypeBF16, false, false}, // lines needs NVLink
 		{config.ProtocolFenced, 128, config.DtypeBF16, true, false},
 	} {
-		p := plan(t, func(cfg *config.Config) { cfg.Protocol, cfg.DispatchDtype, cfg.Tokens = c.p, c.dt, 4096 }, Setup{NVLink: c.nvlink})
+		p := plan(t, func(cfg *config.Config) { cfg.Protocol, cfg.DispatchDtype, cfg.Tokens = c.p, c.dt, 4096 }, Setup{LinesVerified: c.nvlink})
 		if got := p.DispatchLines(c.tokens); got != c.want {
 			t.Errorf("%v: DispatchLines(%d), %v, nvlink %v = %v, want %v", c.p, c.tokens, c.dt, c.nvlink, got, c.want)
 		}
@@ -91,7 +91,7 @@ func TestCombineLines(t *testing.T) {
 		{config.ProtocolLines, 1, true, true},
 		{config.ProtocolFenced, 128, true, false},
 	} {
-		p := plan(t, func(cfg *config.Config) { cfg.Protocol = c.p }, Setup{NVLink: c.nvlink})
+		p := plan(t, func(cfg *config.Config) { cfg.Protocol = c.p }, Setup{LinesVerified: c.nvlink})
 		if got := p.CombineLines(c.tokens); got != c.want {
 			t.Errorf("%v: CombineLines(%d), nvlink %v = %v, want %v", c.p, c.tokens, c.nvlink, got, c.want)
 		}
@@ -129,7 +129,7 @@ func TestLaunchGrid(t *testing.T) {
 		{func(c *config.Config) { c.Protocol, c.Tokens = config.ProtocolInline, 15 }, 132, 4, 64},
 		{func(c *config.Config) { c.Hidden = 128 }, 132, 15, 132}, // auto inline up to 15 tokens of small rows
 	} {
-		p := plan(t, c.edit, Setup{Grid: c.grid, NVLink: true})
+		p := plan(t, c.edit, Setup{Grid: c.grid, LinesVerified: true})
 		l, err := p.Launch(c.tokens)
 		if err != nil {
 			t.Fatal(err)
@@ -163,31 +163,32 @@ func TestLaunchEntries(t *testing.T) {
 	}
 }
 
-// The symmetric layout of ep_bench's defaults on two ranks over NVLink,
-// area by area, as the kernels have always been given it.
+// The symmetric layout of ep_bench's defaults on two ranks where lines are
+// verified, area by area.
 func TestSymLayoutOfTheDefaults(t *testing.T) {
-	l := plan(t, nil, Setup{NVLink: true}).Sym
+	l := plan(t, nil, Setup{LinesVerified: true}).Sym
 	// R=2, T=128, H=7168, K=8, E=256; auto: inline up to 2 tokens, lines
-	// dispatch and combine above.
+	// dispatch and combine above. The dispatch areas have a half per call
+	// parity.
 	want := []struct {
 		name      string
 		got, want Area
 	}{
-		{"dispatch signal", l.DispatchSignal, Area{0, 256}},                // 8·(R+2) → 256
-		{"combine signal", l.CombineSignal, Area{256, 256}},                //
-		{"dispatch recv", l.DispatchRecv, Area{512, 256 * 14464}},          // R·T messages of 128 + 14336 bytes
-		{"dispatch counts", l.DispatchCounts, Area{3703296, 1024}},         // 4·E
-		{"combine recv", l.CombineRecv, Area{3704320, 1024 * 7168 * 2}},    // max(T·K, R·T) rows
-		{"inline dispatch", l.InlineDispatch, Area{18384384, 256 * 29056}}, // R·T slots (lines) of (24 + H/4) units
-		{"inline counts", l.InlineCounts, Area{25822720, 4096}},            // 16·E
-		{"inline combine", l.InlineCombine, Area{25826816, 1024 * 16384}},  // T·K lines rows of 128 lines
+		{"dispatch signal", l.DispatchSignal, Area{0, 256}},                    // 8·(R+2) → 256
+		{"combine signal", l.CombineSignal, Area{256, 256}},                    //
+		{"dispatch recv", l.DispatchRecv, Area{512, 2 * 256 * 14464}},          // 2·R·T messages of 128 + 14336 bytes
+		{"dispatch counts", l.DispatchCounts, Area{7406080, 2 * 8 * 256}},      // 2·E {count, epoch}
+		{"combine recv", l.CombineRecv, Area{7410176, 1024 * 7168 * 2}},        // max(T·K, R·T) rows
+		{"inline dispatch", l.InlineDispatch, Area{22090240, 2 * 256 * 29056}}, // 2·R·T slots (lines) of (24 + H/4) units
+		{"inline counts", l.InlineCounts, Area{36966912, 2 * 16 * 256}},        // 2·E units
+		{"inline combine", l.InlineCombine, Area{36975104, 1024 * 128 * 128}},  // T·K lines rows of 128 lines
 	}
 	for _, w := range want {
 		if w.got != w.want {
 			t.Errorf("%s: %+v, want %+v", w.name, w.got, w.want)
 		}
 	}
-	if l.Total != 42604032 {
+	if l.Total != 36975104+1024*128*128 {
 		t.Errorf("total %d", l.Total)
 	}
 }
@@ -202,7 +203,7 @@ func TestPlanMemory(t *testing.T) {
 			c.DispatchDtype, c.CombineMode, c.Reroute, c.CUDAGraph = config.DtypeFP8E4M3, config.DirectSend, 3, true
 		},
 	} {
-		p := plan(t, edit, Setup{NVLink: true, Trace: true})
+		p := plan(t, edit, Setup{LinesVerified: true, Trace: true})
 		l := p.Sym
 		next := int64(0)
 		for _, a := range []Area{l.DispatchSignal, l.CombineSignal, l.DispatchRecv, l.DispatchCounts, l.CombineRecv, l.InlineDispatch, l.InlineCounts, l.InlineCombine} {
@@ -216,7 +217,7 @@ func TestPlanMemory(t *testing.T) {
 		}
 		c := p.Cfg
 		L, R, T, H, K := int64(c.Experts/2), int64(2), int64(c.Tokens), int64(c.Hidden), int64(c.TopK)
-		local := 8*R + T*H*2 + L*R*T*H*2 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + L*R*T*(H/128)*4 +
+		local := 8*R + 2*T*H*2 + L*R*T*H*2 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + L*R*T*(H/128)*4 +
 			int64(max(c.Reroute, 1))*(T*K*12) + 2*TraceCalls*132*TracePoints*8
 		if c.CUDAGraph {
 			local += ClockBytes
@@ -229,11 +230,11 @@ func TestPlanMemory(t *testing.T) {
 
 // The offsets the kernels get are the layout's.
 func TestSymLayoutSetArgs(t *testing.T) {
-	l := plan(t, nil, Setup{NVLink: true}).Sym
+	l := plan(t, nil, Setup{LinesVerified: true}).Sym
 	var a Args
 	l.SetArgs(&a)
-	if a.OffDispatchSignal != 0 || a.OffCombineSignal != 256 || a.OffDispatchRecv != 512 || a.OffDispatchCounts != 3703296 ||
-		a.OffCombineRecv != 3704320 || a.OffInlineDispatch != 18384384 || a.OffInlineCounts != 25822720 || a.OffInlineCombine != 25826816 {
+	if a.OffDispatchSignal != 0 || a.OffCombineSignal != 256 || a.OffDispatchRecv != 512 || a.OffDispatchCounts != 7406080 ||
+		a.OffCombineRecv != 7410176 || a.OffInlineDispatch != 22090240 || a.OffInlineCounts != 36966912 || a.OffInlineCombine != 36975104 {
 		t.Errorf("%+v", a)
 	}
 }

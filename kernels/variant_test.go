@@ -25,7 +25,7 @@ func TestEveryPlannedChoiceHasAVariant(t *testing.T) {
 						if p == config.ProtocolInline {
 							cfg.Tokens = config.InlineMaxTokens
 						}
-						plan, err := kernels.NewPlan(kernels.Setup{Cfg: cfg, Ranks: 2, NVLink: nvlink, Grid: 132})
+						plan, err := kernels.NewPlan(kernels.Setup{Cfg: cfg, Ranks: 2, LinesVerified: nvlink, Grid: 132})
 						if p == config.ProtocolLines && !nvlink {
 							if err == nil {
 								t.Fatal("--protocol lines without NVLink was planned")

@@ -10,9 +10,14 @@
 # "variant: <defines>\n". kernels/ptx_test.go recomputes it, so CI (without
 # nvcc) notices sources changed without new PTX, and checks that the files
 # are exactly the variants the launcher can ask for.
-# Usage: scripts/ptx.sh NVCC [OUTDIR]   (OUTDIR defaults to kernels/ptx)
+# Usage: scripts/ptx.sh NVCC [OUTDIR [VARIANT...]]
+#                               (OUTDIR defaults to kernels/ptx; VARIANTs,
+#                                names from the list, build only those)
 #        scripts/ptx.sh --defines       (prints each variant's file and nvcc
 #                                        definitions, tab-separated; no nvcc)
+# EPBENCH_BREAK=noparity|nofence|flagfirst builds the kernels with one
+# ordering step broken on purpose (ll.cuh), for the tests that show that
+# validation catches it: never into kernels/ptx, never embedded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,6 +96,34 @@ fi
 
 nvcc=${1:?NVCC}
 outdir=${2:-kernels/ptx}
+shift $(($# < 2 ? $# : 2))
+if [ $# -gt 0 ]; then
+	keep_names=() keep_defs=()
+	for want in "$@"; do
+		found=
+		for i in "${!names[@]}"; do
+			if [ "${names[$i]}" = "ll_$want" ]; then
+				keep_names+=("${names[$i]}")
+				keep_defs+=("${defs[$i]}")
+				found=1
+			fi
+		done
+		[ -n "$found" ] || { echo "ptx: $want is not in kernels/variants.txt" >&2; exit 1; }
+	done
+	names=("${keep_names[@]}") defs=("${keep_defs[@]}")
+fi
+broken=
+case ${EPBENCH_BREAK:-} in
+"") ;;
+noparity) broken=1 ;;
+nofence) broken=2 ;;
+flagfirst) broken=3 ;;
+*) echo "ptx: EPBENCH_BREAK=$EPBENCH_BREAK: want noparity, nofence or flagfirst" >&2; exit 1 ;;
+esac
+if [ -n "$broken" ] && [ "$(cd "$outdir" 2>/dev/null && pwd)" = "$(pwd)/kernels/ptx" ]; then
+	echo "ptx: a broken build (EPBENCH_BREAK) never goes into kernels/ptx" >&2
+	exit 1
+fi
 command -v "$nvcc" >/dev/null || { echo "ptx: $nvcc not found: set NVCC or CUDA_HOME" >&2; exit 1; }
 release=$("$nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
 if [ "$release" != 13 ] && [ -z "${EPBENCH_ANY_NVCC:-}" ]; then
@@ -117,7 +150,7 @@ for i in "${!names[@]}"; do
 	name=${names[$i]} defines=${defs[$i]}
 	(
 		# shellcheck disable=SC2086
-		"$nvcc" $flags $defines -o "$tmp/$name.raw" kernels/ll.cu
+		"$nvcc" $flags $defines ${broken:+-DEPBENCH_BREAK=$broken} -o "$tmp/$name.raw" kernels/ll.cu
 		{ printf '// epbench-src-sha256: %s\n' "$(stamp "$defines")"; cat "$tmp/$name.raw"; } >"$tmp/$name.ptx"
 	) &
 	pids+=($!)
@@ -128,5 +161,5 @@ if [ "$status" != 0 ]; then
 	echo "ptx: nvcc failed" >&2
 	exit 1
 fi
-rm -f "$outdir"/ll_*.ptx
+[ $# -gt 0 ] || rm -f "$outdir"/ll_*.ptx # a subset replaces only its own files
 cp "$tmp"/ll_*.ptx "$outdir"/
