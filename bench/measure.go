@@ -135,8 +135,8 @@ func Measure(w *World, cfg *config.Config, plat *Platform) (*report.Result, erro
 	}
 	if cfg.Validate || cfg.ValidateEvery > 0 {
 		check := validate.Validator(shape, cfg)
-		run.Validate = func(o *ll.Outputs, j int) (Check, error) {
-			rep, err := check(o, j)
+		run.Validate = func(o *ll.Outputs, j, gen int) (Check, error) {
+			rep, err := check(o, j, gen)
 			return Check{DispatchOK: rep.DispatchOK, CombineOK: rep.CombineOK, CalcDiff: rep.CalcDiff, Detail: rep.First}, err
 		}
 	}
@@ -222,5 +222,6 @@ func header(cfg *config.Config, ranks int, plat *Platform) report.Config {
 		Experts: cfg.Experts, LocalExperts: cfg.LocalExperts(ranks), Warmup: cfg.Warmup, Iters: cfg.Iters,
 		DispatchDType: cfg.DispatchDtype.String(), ProfileMode: cfg.CUPTIRegion, NVLink: plat.NVLink,
 		Validate: cfg.Validate, CUPTI: cupti, Backend: backend, CombineMode: cfg.CombineMode.String(),
+		BackToBack: cfg.BackToBack,
 	}
 }

@@ -43,8 +43,9 @@ type Check struct {
 	Detail                string // the first failure, naming rank and expert/row or token/column
 }
 
-// Validator checks a backend's outputs of routing j against the reference.
-type Validator func(o *ll.Outputs, j int) (Check, error)
+// Validator checks a backend's outputs of a pair of routing j on the token
+// rows of generation gen against the reference.
+type Validator func(o *ll.Outputs, j, gen int) (Check, error)
 
 // Run is one measurement.
 type Run struct {
@@ -67,6 +68,7 @@ type Run struct {
 	hosts                     *hostTrace // EPBENCH_HOSTTRACE; nil when off
 	gcPercent                 int
 	skipDispatch, skipCombine bool // --fault on this rank
+	gen                       int  // the generation of the last validated pair (each has its own)
 
 	// Selections, DispatchBytes and CombineBytes are this rank's byte
 	// accounting for routing 0 (ep_bench's).
@@ -125,6 +127,13 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 	}
 	r.barrier = NewBarrier(r.Comm, timeout)
 	r.hostBarrier = NewBarrier(r.Comm, max(timeout, HostWorkTimeout))
+	marks := 4
+	if cfg.BackToBack {
+		marks = 4 * cfg.Iters
+	}
+	if err := r.Backend.Marks(marks); err != nil {
+		return nil, fmt.Errorf("time stamps: %w", err)
+	}
 	if a, ok := r.Kernel.(ArmedTimer); ok {
 		// Unarmed, Start enables the records itself; where that fails too,
 		// the kernel timing is unusable (KernelNote), not the run.
@@ -134,7 +143,11 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 		return nil, err
 	}
 	if os.Getenv(HostTraceEnv) != "" {
-		r.hosts = newHostTrace(cfg.Iters)
+		if !cfg.BackToBack {
+			r.hosts = newHostTrace(cfg.Iters)
+		} else if r.Comm.Rank() == 0 {
+			fmt.Fprintf(os.Stderr, "epbench: host trace: %s stamps the syncs and barriers of the paired loop; --back-to-back has none\n", HostTraceEnv)
+		}
 	}
 	// Garbage is collected once before the warm-up and the collector stays
 	// off to the end of the timed loop, so no collection (milliseconds of
@@ -159,7 +172,9 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 		// this barrier the first timed kernels of the faster rank would wait
 		// for the other's data inside the timed window.
 		err = r.hostBarrier.Wait("barrier before the timed loop")
-		if err == nil {
+		if err == nil && cfg.BackToBack {
+			err = r.timedBackToBack(m, routings)
+		} else if err == nil {
 			err = r.timed(m, routings)
 		}
 	}
@@ -274,6 +289,115 @@ func (r *Run) timed(m *Measurement, routings int) error {
 	return nil
 }
 
+// timedBackToBack is the timed loop with --back-to-back: the pairs follow
+// each other on the stream, dispatch, combine, dispatch, ..., with no host
+// sync and no barrier between them, each operation bracketed by its own
+// pair of marks (4 per pair); one sync at the end. Every
+// --validate-every-th pair is a validated pair (validatedPair) that adds no
+// sync or barrier either: its outputs are checked while the later pairs
+// run, and the ranks agree on the verdicts after the loop.
+func (r *Run) timedBackToBack(m *Measurement, routings int) error {
+	b := r.Backend
+	every := r.Cfg.ValidateEvery
+	if every > 0 && r.Validate == nil {
+		return errors.New("--validate-every: the backend has no validator")
+	}
+	var prev pendingCheck
+	var first *ValidationError // this rank's first failed check
+	checkPrev := func() error {
+		if prev.snap == nil {
+			return nil
+		}
+		c, err := r.check(prev.snap, prev.j, prev.gen)
+		if err != nil {
+			return fmt.Errorf("validation after %d timed iterations: %w", prev.after, err)
+		}
+		if first == nil && !(c.DispatchOK && c.CombineOK) {
+			first = &ValidationError{After: prev.after, Detail: c.Detail}
+		}
+		prev.snap = nil
+		return nil
+	}
+	for i := 0; i < r.Cfg.Iters; i++ {
+		j := i % routings
+		validated := every > 0 && (i+1)%every == 0
+		if validated {
+			r.gen++
+			if err := errors.Join(b.Poison(false), b.Generation(r.gen)); err != nil {
+				return fmt.Errorf("timed iteration %d: %w", i, err)
+			}
+		}
+		if err := b.Mark(4 * i); err != nil {
+			return err
+		}
+		if !r.skipDispatch {
+			if err := b.Dispatch(j); err != nil {
+				return fmt.Errorf("timed iteration %d: dispatch: %w", i, err)
+			}
+		}
+		if err := errors.Join(b.Mark(4*i+1), b.Mark(4*i+2)); err != nil {
+			return err
+		}
+		if !r.skipDispatch && !r.skipCombine {
+			if err := b.Combine(j); err != nil {
+				return fmt.Errorf("timed iteration %d: combine: %w", i, err)
+			}
+		}
+		if err := b.Mark(4*i + 3); err != nil {
+			return err
+		}
+		r.kernel.pairs++
+		if !validated {
+			continue
+		}
+		snap, err := b.Snapshot()
+		if err == nil {
+			err = b.Generation(0)
+		}
+		if err != nil {
+			return fmt.Errorf("timed iteration %d: %w", i, err)
+		}
+		// The check before this one is read now, while this pair runs.
+		if err := checkPrev(); err != nil {
+			return err
+		}
+		prev = pendingCheck{snap: snap, j: j, gen: r.gen, after: i + 1}
+	}
+	if err := b.Sync(); err != nil {
+		return fmt.Errorf("timed pairs: %w", err)
+	}
+	if err := checkPrev(); err != nil {
+		return err
+	}
+	for i := 0; i < r.Cfg.Iters; i++ {
+		var err error
+		if m.DispatchUs[i], err = b.ElapsedUs(4*i, 4*i+1); err != nil {
+			return err
+		}
+		if m.CombineUs[i], err = b.ElapsedUs(4*i+2, 4*i+3); err != nil {
+			return err
+		}
+		if m.TotalUs[i], err = b.ElapsedUs(4*i, 4*i+3); err != nil {
+			return err
+		}
+	}
+	if every == 0 {
+		return nil
+	}
+	failed, err := r.hostBarrier.Agree("agreeing on the validation", first == nil)
+	if err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		ve := &ValidationError{Ranks: append([]int(nil), failed...)}
+		if first != nil {
+			ve.After, ve.Detail = first.After, first.Detail
+		}
+		return ve
+	}
+	return nil
+}
+
 // ValidationError is a check that failed during the timed loop
 // (--validate-every); every rank returns one, naming the same ranks.
 type ValidationError struct {
@@ -322,14 +446,21 @@ func (r *Run) soakCheck(j, after int, more bool) error {
 	return nil
 }
 
-// checkPair runs one dispatch/combine pair of routing j on poisoned outputs
-// and checks this rank's outputs.
+// checkPair runs one dispatch/combine pair of routing j on token rows of a
+// generation of its own, with every output and symmetric receive area
+// poisoned, and checks this rank's outputs.
 func (r *Run) checkPair(j int) (Check, error) {
-	if err := r.Backend.Poison(); err != nil {
+	b := r.Backend
+	// Peers write into this rank's symmetric areas: every rank is between
+	// pairs (and has checked its last outputs, which takes each its own
+	// time) before any poisons them, and all have before any starts the pair.
+	if err := r.hostBarrier.Wait("barrier before poisoning"); err != nil {
+		return Check{}, err
+	}
+	r.gen++
+	if err := errors.Join(b.Generation(r.gen), b.Poison(true), b.Sync()); err != nil {
 		return Check{}, fmt.Errorf("poisoning outputs: %w", err)
 	}
-	// Peers write into this rank's outputs: poisoned everywhere first. The
-	// ranks come from checking outputs, which takes each its own time.
 	if err := r.hostBarrier.Wait("barrier before a validated pair"); err != nil {
 		return Check{}, err
 	}
@@ -339,11 +470,24 @@ func (r *Run) checkPair(j int) (Check, error) {
 	if err := r.barrier.Wait("barrier after a validated pair"); err != nil {
 		return Check{}, err
 	}
-	out, err := r.Backend.Outputs()
+	snap, err := b.Snapshot()
+	if err == nil {
+		err = b.Generation(0)
+	}
 	if err != nil {
 		return Check{}, fmt.Errorf("reading outputs: %w", err)
 	}
-	return r.Validate(out, j)
+	return r.check(snap, j, r.gen)
+}
+
+// check validates the outputs a snapshot holds: those of a pair of routing
+// j on generation gen.
+func (r *Run) check(snap func() (*ll.Outputs, error), j, gen int) (Check, error) {
+	out, err := snap()
+	if err != nil {
+		return Check{}, fmt.Errorf("reading outputs: %w", err)
+	}
+	return r.Validate(out, j, gen)
 }
 
 // pair runs dispatch, sync, combine, sync of routing j. A rank told to skip
@@ -423,18 +567,15 @@ func (w *kernelWindows) result(iters int) (dispatchUs, combineUs float64, err er
 }
 
 // validate runs at least two consecutive pairs (both signal parities), each
-// on poisoned outputs, and checks every one.
+// on a generation of its own with poisoned outputs, and checks every one;
+// with --back-to-back the pairs follow each other without a sync or a
+// barrier (backToBackChecks).
 func (r *Run) validate(routings int) (*Check, error) {
 	if r.Validate == nil {
 		return nil, errors.New("validation requested but the backend has no validator")
 	}
 	all := &Check{DispatchOK: true, CombineOK: true}
-	for p := 0; p < max(2, routings); p++ {
-		j := p % routings
-		c, err := r.checkPair(j)
-		if err != nil {
-			return nil, err
-		}
+	add := func(c Check, j int) {
 		if all.Detail == "" && c.Detail != "" {
 			all.Detail = fmt.Sprintf("routing %d: %s", j, c.Detail)
 		}
@@ -442,7 +583,110 @@ func (r *Run) validate(routings int) (*Check, error) {
 		all.CombineOK = all.CombineOK && c.CombineOK
 		all.CalcDiff = max(all.CalcDiff, c.CalcDiff)
 	}
+	if r.Cfg.BackToBack {
+		return all, r.backToBackChecks(max(4, routings), routings, add)
+	}
+	for p := 0; p < max(2, routings); p++ {
+		j := p % routings
+		c, err := r.checkPair(j)
+		if err != nil {
+			return nil, err
+		}
+		add(c, j)
+	}
 	return all, nil
+}
+
+// backToBackChecks runs n validated pairs back to back after poisoning
+// every symmetric receive area once: no sync or barrier between them, each
+// on a generation of its own and with poisoned outputs, so that a pair that
+// reads what the previous one left, or that a peer running ahead already
+// overwrote, is caught. Each pair's outputs are checked while the next
+// runs.
+func (r *Run) backToBackChecks(n, routings int, add func(Check, int)) error {
+	b := r.Backend
+	if err := b.Sync(); err != nil {
+		return err
+	}
+	if err := r.hostBarrier.Wait("barrier before poisoning"); err != nil {
+		return err
+	}
+	if err := errors.Join(b.Poison(true), b.Sync()); err != nil {
+		return fmt.Errorf("poisoning outputs: %w", err)
+	}
+	if err := r.hostBarrier.Wait("barrier before the validated pairs"); err != nil {
+		return err
+	}
+	var prev pendingCheck
+	for p := 0; p < n; p++ {
+		j := p % routings
+		next, err := r.validatedPair(j)
+		if err != nil {
+			return err
+		}
+		if prev.snap != nil {
+			c, err := r.check(prev.snap, prev.j, prev.gen)
+			if err != nil {
+				return err
+			}
+			add(c, prev.j)
+		}
+		prev = next
+	}
+	if err := errors.Join(b.Generation(0), b.Sync()); err != nil {
+		return err
+	}
+	c, err := r.check(prev.snap, prev.j, prev.gen)
+	if err != nil {
+		return err
+	}
+	add(c, prev.j)
+	return nil
+}
+
+// pendingCheck is a validated pair whose outputs are on their way.
+type pendingCheck struct {
+	snap   func() (*ll.Outputs, error)
+	j, gen int
+	after  int // timed pairs done when it ran
+}
+
+// validatedPair enqueues a pair of routing j on a generation of its own,
+// with its outputs poisoned first and copied to the host after, and no sync.
+func (r *Run) validatedPair(j int) (pendingCheck, error) {
+	b := r.Backend
+	r.gen++
+	if err := errors.Join(b.Poison(false), b.Generation(r.gen)); err != nil {
+		return pendingCheck{}, fmt.Errorf("validated pair: %w", err)
+	}
+	if err := r.launchPair(j); err != nil {
+		return pendingCheck{}, fmt.Errorf("validated pair: %w", err)
+	}
+	snap, err := b.Snapshot()
+	if err == nil {
+		err = b.Generation(0)
+	}
+	if err != nil {
+		return pendingCheck{}, fmt.Errorf("validated pair: %w", err)
+	}
+	return pendingCheck{snap: snap, j: j, gen: r.gen}, nil
+}
+
+// launchPair starts dispatch and combine of routing j with no sync between
+// or after them. A rank told to skip its dispatch (--fault) skips the
+// combine too.
+func (r *Run) launchPair(j int) error {
+	if !r.skipDispatch {
+		if err := r.Backend.Dispatch(j); err != nil {
+			return fmt.Errorf("dispatch: %w", err)
+		}
+	}
+	if !r.skipDispatch && !r.skipCombine {
+		if err := r.Backend.Combine(j); err != nil {
+			return fmt.Errorf("combine: %w", err)
+		}
+	}
+	return nil
 }
 
 // Summarize reduces every rank's measurement into the summary ep_bench

@@ -14,12 +14,16 @@ import (
 )
 
 // fakeBackend records what the runner asks of it; its outputs say whether
-// the last pair wrote them after a Poison.
+// the last pair wrote them after a Poison, and which generation it ran on.
 type fakeBackend struct {
 	timer                *fakeTimer
 	dispatches, combines int
-	poisons              int
+	syncs                int
+	poisons, shared      int
 	poisoned             bool
+	gen, pairGen         int   // the generation set, and the one the last dispatch read
+	gens                 []int // the generation of every validated pair's dispatch
+	marks                int
 	gcAtDispatch         []int // the garbage collector's setting at each dispatch
 }
 
@@ -36,20 +40,38 @@ func (b *fakeBackend) Dispatch(int) error {
 	b.gcAtDispatch = append(b.gcAtDispatch, gcPercent())
 	b.timer.launched()
 	b.poisoned = false
+	b.pairGen = b.gen
+	if b.gen != 0 {
+		b.gens = append(b.gens, b.gen)
+	}
 	return nil
 }
-func (b *fakeBackend) Combine(int) error                   { b.combines++; return nil }
-func (b *fakeBackend) Sync() error                         { return nil }
-func (b *fakeBackend) Mark(int) error                      { return nil }
+func (b *fakeBackend) Combine(int) error { b.combines++; return nil }
+func (b *fakeBackend) Sync() error       { b.syncs++; return nil }
+func (b *fakeBackend) Marks(n int) error { b.marks = n; return nil }
+func (b *fakeBackend) Mark(i int) error {
+	if i < 0 || i >= b.marks {
+		return fmt.Errorf("mark %d of %d", i, b.marks)
+	}
+	return nil
+}
 func (b *fakeBackend) ElapsedUs(int, int) (float64, error) { return 1, nil }
-func (b *fakeBackend) Poison() error                       { b.poisons++; b.poisoned = true; return nil }
-func (b *fakeBackend) Close() error                        { return nil }
-func (b *fakeBackend) Outputs() (*ll.Outputs, error) {
-	out := &ll.Outputs{Out: []uint16{1}}
+func (b *fakeBackend) Generation(g int) error              { b.gen = g; return nil }
+func (b *fakeBackend) Poison(shared bool) error {
+	b.poisons++
+	if shared {
+		b.shared++
+	}
+	b.poisoned = true
+	return nil
+}
+func (b *fakeBackend) Close() error { return nil }
+func (b *fakeBackend) Snapshot() (func() (*ll.Outputs, error), error) {
+	out := &ll.Outputs{Out: []uint16{1}, SrcInfo: []int32{int32(b.pairGen)}}
 	if b.poisoned {
 		out.Out[0] = 0x7FC1
 	}
-	return out, nil
+	return func() (*ll.Outputs, error) { return out, nil }, nil
 }
 
 // fakeTimer checks, like the CUPTI collector, that each window's kernel
@@ -105,10 +127,13 @@ func runLoop(cfg *config.Config, failRank, failCheck int) (*Measurement, *fakeBa
 		c := mpi.World()
 		checks := 0
 		r := &Run{Cfg: cfg, Comm: c, Backend: b, Kernel: timer,
-			Validate: func(o *ll.Outputs, j int) (Check, error) {
+			Validate: func(o *ll.Outputs, j, gen int) (Check, error) {
 				checks++
 				if o.Out[0] != 1 {
 					return Check{Detail: fmt.Sprintf("rank %d: outputs still poisoned", c.Rank())}, nil
+				}
+				if int(o.SrcInfo[0]) != gen {
+					return Check{Detail: fmt.Sprintf("rank %d: the pair ran on generation %d, checked as %d", c.Rank(), o.SrcInfo[0], gen)}, nil
 				}
 				if c.Rank() == failRank && checks == failCheck {
 					return Check{DispatchOK: false, CombineOK: true, Detail: fmt.Sprintf("rank %d, expert 1 (local 0), row 2: bad", c.Rank())}, nil
@@ -129,9 +154,13 @@ func TestLoopValidatesEveryN(t *testing.T) {
 	if len(m.DispatchUs) != 10 || !m.KernelOK || m.KernelDispatchUs != 2 || m.KernelCombineUs != 3 {
 		t.Errorf("measurement %+v", m)
 	}
-	// Warm-up, timed pairs, and a validated pair after iterations 3, 6, 9.
-	if b.dispatches != 2+10+3 || b.combines != 2+10+3 || b.poisons != 3 {
-		t.Errorf("%d dispatches, %d combines, %d poisons; want 15, 15, 3", b.dispatches, b.combines, b.poisons)
+	// Warm-up, timed pairs, and a validated pair after iterations 3, 6, 9,
+	// each on a generation of its own, with the symmetric areas poisoned.
+	if b.dispatches != 2+10+3 || b.combines != 2+10+3 || b.poisons != 3 || b.shared != 3 {
+		t.Errorf("%d dispatches, %d combines, %d poisons (%d shared); want 15, 15, 3 (3)", b.dispatches, b.combines, b.poisons, b.shared)
+	}
+	if !slices.Equal(b.gens, []int{1, 2, 3}) || b.gen != 0 {
+		t.Errorf("validated pairs on generations %v, then %d; want 1, 2, 3, then 0", b.gens, b.gen)
 	}
 	if timer.timed != 10 || timer.windows != 4 {
 		t.Errorf("kernel timing covered %d pairs in %d windows, want 10 in 4", timer.timed, timer.windows)
@@ -198,7 +227,7 @@ func TestLoopTimedWindowsStartTogether(t *testing.T) {
 		}
 		b := &fakeBackend{timer: timer}
 		r := &Run{Cfg: loopConfig(6, 3), Comm: c, Backend: b, Kernel: timer,
-			Validate: func(*ll.Outputs, int) (Check, error) { return Check{DispatchOK: true, CombineOK: true}, nil }}
+			Validate: func(*ll.Outputs, int, int) (Check, error) { return Check{DispatchOK: true, CombineOK: true}, nil }}
 		if _, err = r.Loop(); err != nil {
 			return
 		}
@@ -279,5 +308,58 @@ func TestLoopCollectorOffFromWarmUpToTimed(t *testing.T) {
 	}
 	if after := gcPercent(); after != before {
 		t.Errorf("collector left at %d%%, was %d%%", after, before)
+	}
+}
+
+// --back-to-back: the timed pairs follow each other with one sync at the end
+// and four marks each; every --validate-every-th pair is validated in the
+// stream (outputs poisoned, a generation of its own), no sync or barrier
+// added, and a failed check stops every rank after the loop.
+func TestLoopBackToBack(t *testing.T) {
+	needMPI(t)
+	cfg := loopConfig(10, 3)
+	cfg.BackToBack = true
+	m, b, timer, err := runLoop(cfg, -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.TotalUs) != 10 || b.marks != 40 || !m.KernelOK || timer.windows != 1 || timer.timed != 10 {
+		t.Errorf("%d samples, %d marks, kernel %v in %d windows of %d pairs", len(m.TotalUs), b.marks, m.KernelOK, timer.windows, timer.timed)
+	}
+	// Warm-up: 2 syncs a pair; the timed loop: one.
+	if b.dispatches != 12 || b.syncs != 2*2+1 || b.poisons != 3 || b.shared != 0 {
+		t.Errorf("%d dispatches, %d syncs, %d poisons (%d shared); want 12, 5, 3, 0", b.dispatches, b.syncs, b.poisons, b.shared)
+	}
+	if !slices.Equal(b.gens, []int{1, 2, 3}) {
+		t.Errorf("validated pairs on generations %v", b.gens)
+	}
+
+	size := 0
+	onMPI(func() { size = mpi.World().Size() })
+	_, b, _, err = runLoop(cfg, size-1, 2)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !slices.Equal(ve.Ranks, []int{size - 1}) {
+		t.Fatalf("%v, want a *ValidationError of rank %d", err, size-1)
+	}
+	if b.dispatches != 12 {
+		t.Errorf("%d dispatches: the loop runs to its end before the ranks agree", b.dispatches)
+	}
+}
+
+// -V with --back-to-back: the validated pairs run back to back after one
+// shared poisoning, each on its own generation, all checked.
+func TestValidateBackToBack(t *testing.T) {
+	needMPI(t)
+	cfg := loopConfig(2, 0)
+	cfg.BackToBack, cfg.Validate = true, true
+	m, b, _, err := runLoop(cfg, -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Check == nil || !m.Check.DispatchOK || !m.Check.CombineOK {
+		t.Fatalf("check %+v", m.Check)
+	}
+	if b.shared != 1 || !slices.Equal(b.gens, []int{1, 2, 3, 4}) || b.gen != 0 {
+		t.Errorf("%d shared poisonings, generations %v, left at %d; want 1, [1 2 3 4], 0", b.shared, b.gens, b.gen)
 	}
 }

@@ -36,6 +36,8 @@ const (
 	// MaxRanks: validation encodes (rank-128) in BF16, which holds
 	// integers exactly only up to 256 in magnitude.
 	MaxRanks = 256
+	// MaxJitterUs bounds --jitter-us: one second.
+	MaxJitterUs = 1000000
 )
 
 // Config is one benchmark run. Parse fills it from the command line and
@@ -56,6 +58,9 @@ type Config struct {
 	Protocol      Protocol // GPU: how peers learn that data is in place
 	NumBlocks     int      // dispatch/combine grid size; 0 = chosen by the backend
 	CUDAGraph     bool     // GPU: launch each operation as a CUDA graph captured once
+
+	BackToBack bool // timed pairs follow each other with no host sync or barrier between them
+	JitterUs   int  // testing: every operation starts after a random delay of 0..JitterUs us
 
 	KernelTiming bool // measure kernel-only times with in-process CUPTI
 	CUPTIRegion  bool // bracket only the timed loop with cudaProfilerStart/Stop
@@ -110,6 +115,9 @@ var configInts = []configInt{
 	{intFlag{name: "timeout-ms", def: 5000, lo: 1, hi: maxCount,
 		usage: "milliseconds to wait for a peer before giving up"},
 		func(c *Config) *int { return &c.TimeoutMs }},
+	{intFlag{name: "jitter-us", def: 0, lo: 0, hi: MaxJitterUs,
+		usage: "testing: every dispatch and combine starts after a random delay of 0..`N` us (on the GPU, in the kernel), drawn per rank and call"},
+		func(c *Config) *int { return &c.JitterUs }},
 }
 
 // Default returns ep_bench's low-latency defaults.
@@ -165,6 +173,9 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]in
 	bindInts("num-blocks")
 	bindBool(fs, &c.CUDAGraph, "cuda-graph", "", false,
 		"launch dispatch and combine as CUDA graphs, each captured once (the kernels keep the call count on the device)")
+	bindBool(fs, &c.BackToBack, "back-to-back", "", false,
+		"time pairs that follow each other on the stream with no host sync or MPI barrier between them, as a model's decode loop calls them")
+	bindInts("jitter-us")
 	bindBool(fs, &c.KernelTiming, "no-kernel-timing", "", true, "skip the kernel-only (CUPTI) measurement")
 	bindBool(fs, &c.CUPTIRegion, "cupti-region", "", false,
 		"bracket only the timed loop with cudaProfilerStart/Stop, for nsys --capture-range=cudaProfilerApi")
@@ -417,6 +428,9 @@ func (c *Config) Args() []string {
 	}
 	if c.CUDAGraph {
 		out = append(out, "--cuda-graph")
+	}
+	if c.BackToBack {
+		out = append(out, "--back-to-back")
 	}
 	if c.Validate {
 		out = append(out, "--validate")

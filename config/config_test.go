@@ -106,6 +106,9 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"-a", "ht"}, nil, `--algorithm: high-throughput mode is not supported`},
 		{[]string{"--algorithm", "high-throughput"}, nil, `--algorithm: high-throughput mode is not supported`},
 		{[]string{"-a", "fast"}, nil, `--algorithm: unknown value "fast" (want ll or low-latency)`},
+		{[]string{"--jitter-us", "-1"}, nil, `--jitter-us: must be a non-negative integer, got "-1"`},
+		{[]string{"--jitter-us", "2000000"}, nil, `--jitter-us: must be at most 1000000, got 2000000`},
+		{[]string{"--back-to-back=maybe"}, nil, `--back-to-back: must be true or false, got "maybe"`},
 		{[]string{"-L", "rm"}, nil, `--layout: rank-major layout is not implemented yet`},
 		{[]string{"--layout=rank-major"}, nil, `--layout: rank-major layout is not implemented yet`},
 		{[]string{"-L", "flat"}, nil, `--layout: flat layout belongs to high-throughput mode, which is not supported`},
@@ -323,7 +326,7 @@ func TestHelp(t *testing.T) {
 			contains(t, u, "-"+f.Shorthand+", --"+f.Name)
 		}
 	})
-	equal(t, 27, n)
+	equal(t, 29, n)
 	for alias, canonical := range aliases {
 		contains(t, u, "--"+alias, "alias of --%s", canonical)
 	}
@@ -380,7 +383,7 @@ func TestArgs(t *testing.T) {
 		"--algorithm=ll", "--layout=em",
 		"--num-tokens=128", "--hidden=7168", "--num-topk=8", "--num-experts=256",
 		"--num-warmup=10", "--num-iters=50", "--num-blocks=0", "--validate-every=0",
-		"--reroute=1", "--timeout-ms=5000",
+		"--reroute=1", "--timeout-ms=5000", "--jitter-us=0",
 		"--dispatch-dtype=bf16", "--combine-mode=rank_local_reduce", "--protocol=auto", "--seed=1",
 	}, Default().Args())
 
@@ -389,13 +392,14 @@ func TestArgs(t *testing.T) {
 		DispatchDtype: DtypeFP8E4M3, CombineMode: DirectSend, NumBlocks: 24,
 		KernelTiming: false, CUPTIRegion: true, Validate: true, ValidateEvery: 3,
 		Seed: 0xFFFFFFFF, Reroute: 5, TimeoutMs: 1, JSONPath: "-weird=name.json",
-		Compute: ComputeCPU, PTXDir: "--dir",
+		Compute: ComputeCPU, PTXDir: "--dir", BackToBack: true, JitterUs: 20,
 	}
 	configs := []*Config{Default(), full}
 	for _, args := range [][]string{
 		{"-t", "1", "-d", "256", "-k", "1", "-e", "1", "-w", "0", "-i", "1"},
 		{"--no-kernel-timing", "--seed", "0x10", "--backend", "cuda"},
 		{"--cuda-graph", "--protocol", "lines"},
+		{"--back-to-back", "--jitter-us", "20", "--validate-every", "50"},
 		{"--version", "-t", "7"},
 	} {
 		c, err := Parse(args, nil)

@@ -56,9 +56,6 @@ const maxLayoutBytes = 1 << 36
 // row (routing.MinValidationHidden).
 const minHidden = (routing.MinValidationHidden + ScaleBlock - 1) / ScaleBlock * ScaleBlock
 
-// marks is the number of time stamp slots (bench.Backend.Mark).
-const marks = 4
-
 // poison patterns: a quiet bf16 NaN, the E4M3 NaN, a float32 NaN, and -1 for
 // the integer outputs.
 const (
@@ -120,9 +117,12 @@ type Backend struct {
 	hasRank            []bool    // [R] scratch: expert ranks of one token
 	out                []uint16  // [T, H]
 
-	dispatched int // routing of the last dispatch, -1 before the first
-	stamps     [marks]time.Time
-	marked     [marks]bool
+	dispatched int         // routing of the last dispatch, -1 before the first
+	stamps     []time.Time // bench.Backend.Marks
+	marked     []bool
+	jitter     time.Duration // --jitter-us: the most an operation waits before it starts
+	calls      uint64        // dispatches so far: draws the jitter, as the kernels' epoch does
+	rankRows   int           // the generation of the rows in x
 	closed     bool
 }
 
@@ -169,6 +169,8 @@ func New(comm Exchanger, shape ll.Shape, cfg *config.Config) (*Backend, error) {
 		dtype: cfg.DispatchDtype, mode: cfg.CombineMode, dispatched: -1, timeout: timeout,
 	}
 	var err error
+	b.jitter = time.Duration(cfg.JitterUs) * time.Microsecond
+	b.stamps, b.marked = make([]time.Time, 4), make([]bool, 4)
 	if b.x, err = routing.TokenRows(b.rank, b.T, b.H); err != nil {
 		return nil, fmt.Errorf("cpuref: token rows: %w", err)
 	}
@@ -311,13 +313,25 @@ func (b *Backend) Sync() error {
 	return nil
 }
 
+// Marks makes n time stamp slots.
+func (b *Backend) Marks(n int) error {
+	if b.closed {
+		return ErrClosed
+	}
+	if n < 1 {
+		return fmt.Errorf("cpuref: %d marks", n)
+	}
+	b.stamps, b.marked = make([]time.Time, n), make([]bool, n)
+	return nil
+}
+
 // Mark records the wall clock (monotonic) in slot i.
 func (b *Backend) Mark(i int) error {
 	if b.closed {
 		return ErrClosed
 	}
-	if i < 0 || i >= marks {
-		return fmt.Errorf("cpuref: mark %d outside [0, %d)", i, marks)
+	if i < 0 || i >= len(b.stamps) {
+		return fmt.Errorf("cpuref: mark %d outside [0, %d)", i, len(b.stamps))
 	}
 	b.stamps[i] = time.Now()
 	b.marked[i] = true
@@ -330,8 +344,8 @@ func (b *Backend) ElapsedUs(from, to int) (float64, error) {
 		return 0, ErrClosed
 	}
 	for _, i := range []int{from, to} {
-		if i < 0 || i >= marks {
-			return 0, fmt.Errorf("cpuref: mark %d outside [0, %d)", i, marks)
+		if i < 0 || i >= len(b.stamps) {
+			return 0, fmt.Errorf("cpuref: mark %d outside [0, %d)", i, len(b.stamps))
 		}
 		if !b.marked[i] {
 			return 0, fmt.Errorf("cpuref: mark %d was never recorded", i)
@@ -340,9 +354,28 @@ func (b *Backend) ElapsedUs(from, to int) (float64, error) {
 	return float64(b.stamps[to].Sub(b.stamps[from]).Nanoseconds()) / 1e3, nil
 }
 
+// Generation makes the dispatches that follow send the token rows of
+// generation g (routing.FillRow).
+func (b *Backend) Generation(g int) error {
+	if b.closed {
+		return ErrClosed
+	}
+	if g == b.rankRows {
+		return nil
+	}
+	for t := 0; t < b.T; t++ {
+		if err := routing.FillRow(b.x[t*b.H:(t+1)*b.H], b.rank, t, g); err != nil {
+			return fmt.Errorf("cpuref: generation %d: %w", g, err)
+		}
+	}
+	b.rankRows = g
+	return nil
+}
+
 // Poison fills every output with NaN (bf16 0x7FC1, E4M3 0x7F, float32 NaN
-// scales) and the integer outputs with -1.
-func (b *Backend) Poison() error {
+// scales) and the integer outputs with -1; with shared, also the exchange
+// buffers the peers' messages land in (0xFF bytes: -1 counts, NaN rows).
+func (b *Backend) Poison(shared bool) error {
 	if b.closed {
 		return ErrClosed
 	}
@@ -353,7 +386,36 @@ func (b *Backend) Poison() error {
 	fill(b.srcInfo, -1)
 	fill(b.layoutRange, -1)
 	fill(b.out, poisonBF16)
+	if shared {
+		for _, r := range [][]byte{b.dispRecv, b.cntRecv, b.combRecv} {
+			fill(r, 0xFF)
+		}
+	}
 	return nil
+}
+
+// wait is the --jitter-us delay of the operation that starts now: 0 ..
+// jitter, drawn from the rank, the call and the operation, spent spinning
+// (as the kernels do) so that it is as exact as the clock.
+func (b *Backend) wait(dispatch bool) {
+	if b.jitter <= 0 {
+		return
+	}
+	op := uint64(0)
+	if dispatch {
+		op = 1
+	}
+	h := splitmix64(b.calls<<32 | uint64(b.rank)<<1 | op)
+	until := time.Now().Add(time.Duration(h % uint64(b.jitter+1)))
+	for time.Now().Before(until) {
+	}
+}
+
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // fill sets every element of s to v, doubling the filled prefix with copy.
@@ -367,13 +429,14 @@ func fill[T any](s []T, v T) {
 	}
 }
 
-// Outputs returns copies of this rank's outputs: RecvX for BF16 dispatch,
-// RecvFP8 and RecvScales for FP8, and the rest always.
-func (b *Backend) Outputs() (*ll.Outputs, error) {
+// Snapshot copies this rank's outputs now (the operations are done when
+// they return): RecvX for BF16 dispatch, RecvFP8 and RecvScales for FP8, and
+// the rest always.
+func (b *Backend) Snapshot() (func() (*ll.Outputs, error), error) {
 	if b.closed {
 		return nil, ErrClosed
 	}
-	return &ll.Outputs{
+	o := &ll.Outputs{
 		RecvX:       clone(b.recvX),
 		RecvFP8:     clone(b.recvFP8),
 		RecvScales:  clone(b.recvScales),
@@ -381,7 +444,8 @@ func (b *Backend) Outputs() (*ll.Outputs, error) {
 		SrcInfo:     clone(b.srcInfo),
 		LayoutRange: clone(b.layoutRange),
 		Out:         clone(b.out),
-	}, nil
+	}
+	return func() (*ll.Outputs, error) { return o, nil }, nil
 }
 
 // clone copies s, keeping nil as nil.

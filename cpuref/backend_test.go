@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/epbench/epbench/bf16"
 	"github.com/epbench/epbench/config"
@@ -96,12 +97,12 @@ func TestLifecycleErrors(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for name, err := range map[string]error{"dispatch": b.Dispatch(0), "combine": b.Combine(0), "sync": b.Sync(), "poison": b.Poison(), "mark": b.Mark(0)} {
+	for name, err := range map[string]error{"dispatch": b.Dispatch(0), "combine": b.Combine(0), "sync": b.Sync(), "poison": b.Poison(true), "mark": b.Mark(0)} {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: %v", name, err)
 		}
 	}
-	if _, err := b.Outputs(); !errors.Is(err, ErrClosed) {
+	if _, err := b.Snapshot(); !errors.Is(err, ErrClosed) {
 		t.Errorf("outputs after Close: %v", err)
 	}
 }
@@ -158,10 +159,10 @@ func runGroup(t *testing.T, shape ll.Shape, cfg *config.Config, j int, prepare f
 				if prepare != nil {
 					prepare(b)
 				}
-				err = errors.Join(b.Poison(), b.Dispatch(j), b.Combine(j), b.Sync())
+				err = errors.Join(b.Poison(true), b.Dispatch(j), b.Combine(j), b.Sync())
 			}
 			if err == nil {
-				outs[r], err = b.Outputs()
+				outs[r], err = outputs(b)
 			}
 			errs[r] = err
 		}()
@@ -306,5 +307,37 @@ func TestCombineArithmetic(t *testing.T) {
 	addWeightedBytes(acc, 0.25, row)
 	if acc[0] != 1.25 {
 		t.Errorf("addWeightedBytes: %v, want 1.25", acc[0])
+	}
+}
+
+// --jitter-us: each operation waits the delay its rank, call and kind draw,
+// at least, and the draws differ.
+func TestJitterDelaysEachOperation(t *testing.T) {
+	b := &Backend{rank: 3, jitter: 2 * time.Millisecond}
+	seen := map[time.Duration]bool{}
+	for call := uint64(1); call <= 6; call++ {
+		b.calls = call
+		for _, dispatch := range []bool{true, false} {
+			op := uint64(0)
+			if dispatch {
+				op = 1
+			}
+			want := time.Duration(splitmix64(call<<32|3<<1|op) % uint64(b.jitter+1))
+			start := time.Now()
+			b.wait(dispatch)
+			if got := time.Since(start); got < want {
+				t.Errorf("call %d, dispatch %v: waited %v, want at least %v", call, dispatch, got, want)
+			}
+			seen[want] = true
+		}
+	}
+	if len(seen) < 10 {
+		t.Errorf("12 operations drew %d distinct delays", len(seen))
+	}
+	b.jitter = 0
+	start := time.Now()
+	b.wait(true)
+	if d := time.Since(start); d > time.Millisecond {
+		t.Errorf("no jitter, yet waited %v", d)
 	}
 }

@@ -26,6 +26,7 @@ func (b *Backend) Combine(j int) error {
 		}
 		return fmt.Errorf("cpuref: combine of routing %d after the dispatch of routing %d", j, b.dispatched)
 	}
+	b.wait(false)
 	b.sendExpertOutputs()
 
 	// What comes back from each expert rank follows from this rank's own

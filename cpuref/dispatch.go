@@ -33,6 +33,8 @@ func (b *Backend) Dispatch(j int) error {
 		return err
 	}
 	b.dispatched = -1
+	b.calls++
+	b.wait(true)
 	idx := b.topk[j]
 
 	// Count the messages per destination rank, then pack them.

@@ -3,6 +3,8 @@ package cpuref
 import (
 	"fmt"
 	"time"
+
+	"github.com/epbench/epbench/ll"
 )
 
 // loopback is a one-rank communicator that copies without allocating.
@@ -79,4 +81,13 @@ func (c *chanComm) AlltoallvDeadline(send []byte, sc, sd []int, recv []byte, rc,
 		}
 	}
 	return missing, nil
+}
+
+// outputs is b's outputs now (Snapshot, waited for).
+func outputs(b *Backend) (*ll.Outputs, error) {
+	snap, err := b.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return snap()
 }

@@ -29,12 +29,12 @@ func onWorld(shape ll.Shape) ll.Shape {
 
 // runOnce runs Poison, Dispatch(j), Combine(j), Sync and returns the outputs.
 func runOnce(b *Backend, j int) (*ll.Outputs, error) {
-	for _, step := range []func() error{b.Poison, func() error { return b.Dispatch(j) }, func() error { return b.Combine(j) }, b.Sync} {
+	for _, step := range []func() error{func() error { return b.Poison(true) }, func() error { return b.Dispatch(j) }, func() error { return b.Combine(j) }, b.Sync} {
 		if err := step(); err != nil {
 			return nil, err
 		}
 	}
-	return b.Outputs()
+	return outputs(b)
 }
 
 func TestMPIDispatchCombineValidate(t *testing.T) {
@@ -61,6 +61,12 @@ func checkJob(t *testing.T, comm *mpi.Comm, name string, shape ll.Shape, cfg *co
 	}
 	defer b.Close()
 	for j := range 2 {
+		// Routing 1 runs on a generation of high-entropy rows.
+		gen := 5 * j
+		if err := b.Generation(gen); err != nil {
+			t.Errorf("%s: %v", name, err)
+			return
+		}
 		outs, err := runOnce(b, j)
 		if err != nil {
 			t.Errorf("%s routing %d: %v", name, j, err)
@@ -75,7 +81,8 @@ func checkJob(t *testing.T, comm *mpi.Comm, name string, shape ll.Shape, cfg *co
 		if regen, err := validate.RoutingTopK(shape, cfg.Seed, j); err != nil || !slices.Equal(regen, all) {
 			t.Errorf("%s routing %d: gathered topk_idx differs from the regenerated one (%v)", name, j, err)
 		}
-		in := validate.Input{Shape: shape, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: all, Weights: b.Weights()}
+		in := validate.Input{Shape: shape, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: all, Weights: b.Weights(),
+			Generation: gen}
 		rep := validate.Check(in, outs)
 		gd, gc, err := globalVerdict(comm, rep)
 		if err != nil {
@@ -88,8 +95,14 @@ func checkJob(t *testing.T, comm *mpi.Comm, name string, shape ll.Shape, cfg *co
 		if !gd || !gc {
 			t.Errorf("%s routing %d: global verdict dispatch=%v combine=%v", name, j, gd, gc)
 		}
-		if math.IsNaN(rep.CalcDiff) || rep.CalcDiff > 1e-5 {
-			t.Errorf("%s routing %d: calc_diff %v above ep_bench's 1e-5", name, j, rep.CalcDiff)
+		// ep_bench's bound holds for its own rows; FP8 quantises the
+		// high-entropy rows of a generation more coarsely.
+		bound := 1e-5
+		if gen != 0 && cfg.DispatchDtype == config.DtypeFP8E4M3 {
+			bound = 1e-3
+		}
+		if math.IsNaN(rep.CalcDiff) || rep.CalcDiff > bound {
+			t.Errorf("%s routing %d: calc_diff %v above %v", name, j, rep.CalcDiff, bound)
 		}
 		if msg := canonicalOrder(shape, outs); msg != "" {
 			t.Errorf("%s routing %d: %s", name, j, msg)
@@ -153,10 +166,10 @@ func TestMPICorruptionIsCaught(t *testing.T) {
 			}
 			in := validate.Input{Shape: shape, Dtype: dtype, Mode: config.RankLocalReduce, TopK: all, Weights: b.Weights()}
 			corruptions(t, in, outs)
-			if err := b.Poison(); err != nil {
+			if err := b.Poison(true); err != nil {
 				t.Error(err)
 			}
-			poisoned, _ := b.Outputs()
+			poisoned, _ := outputs(b)
 			if rep := validate.Check(in, poisoned); rep.DispatchOK || rep.CombineOK || !math.IsNaN(rep.CalcDiff) {
 				t.Errorf("%v: poisoned outputs pass: %+v", dtype, rep)
 			}

@@ -68,6 +68,20 @@ func TestFaultInjection(t *testing.T) {
 	}
 }
 
+// With --back-to-back (no barrier between the pairs) and jitter, a rank that
+// skips an operation still ends every rank within the timeout, exit 4, one
+// line each.
+func TestFaultBackToBack(t *testing.T) {
+	args := append(append([]string{}, faultJob...), "--back-to-back", "--jitter-us", "50", "--validate-every", "2",
+		"--timeout-ms", fmt.Sprint(faultTimeout.Milliseconds()), "--fault", "skip-combine=3")
+	start := time.Now()
+	r := mpirun(t, 4, args...)
+	assert.Equal(t, 4, r.code, "stdout %s\nstderr %s", r.stdout, r.stderr)
+	assert.Less(t, time.Since(start), faultTimeout+10*time.Second)
+	assert.Len(t, errorLines(r.stderr), 4, r.stderr)
+	assert.NotContains(t, r.stderr, "panic")
+}
+
 func TestFaultRankOutsideJobIsUsageError(t *testing.T) {
 	r := mpirun(t, 4, append(append([]string{}, faultJob...), "--fault", "skip-combine=4")...)
 	assert.Equal(t, 2, r.code, r.stderr)

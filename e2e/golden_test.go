@@ -40,6 +40,8 @@ var goldenRuns = []struct {
 	{"fault", 2, []string{"--backend", "cpu", "-t", "8", "-d", "256", "-k", "2", "-e", "4", "-w", "1", "-i", "3",
 		"--timeout-ms", "500", "--fault", "skip-combine=1"}, nil},
 	{"usage", 2, []string{"--backend", "cpu", "-t", "8", "-e", "3"}, nil},
+	{"back_to_back_jitter", 4, []string{"--backend", "cpu", "-V", "-t", "8", "-d", "256", "-k", "3", "-e", "8", "-w", "1", "-i", "20",
+		"--back-to-back", "--jitter-us", "20", "--validate-every", "5", "--json", "{dir}/b.json"}, []string{"b.json"}},
 }
 
 // TestGoldenOutputs compares the runs above with e2e/testdata/golden.

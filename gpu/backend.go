@@ -17,15 +17,16 @@ import (
 // buffers of its launch plan (kernels.Plan), the kernels of the plan's
 // variants, and one stream.
 type Backend struct {
-	shape  ll.Shape // Tokens: the current count (SetTokens), at most the plan's
-	cfg    *config.Config
-	plan   *kernels.Plan
-	dev    *Device
-	stream Stream
-	events [4]Event
-	params *ParamBlock
-	args   kernels.Args
-	mem    memory
+	shape   ll.Shape // Tokens: the current count (SetTokens), at most the plan's
+	cfg     *config.Config
+	plan    *kernels.Plan
+	dev     *Device
+	stream  Stream
+	events  []Event // the timed loop's marks (Marks)
+	params  *ParamBlock
+	args    kernels.Args
+	mem     memory
+	sharing Sharing
 
 	modules map[kernels.Variant]kernelSet // loaded on first use
 	cur     kernels.Launch                // the launch at the current token count (selectKernels)
@@ -34,8 +35,12 @@ type Backend struct {
 
 	expectD, expectC uint64     // fenced calls so far: each source's arrival count
 	callsD, callsC   uint64     // calls so far
-	graphs           [2][]Graph // --cuda-graph: dispatch and combine of each routing, captured at first use
+	graphs           [2][]Graph // --cuda-graph: dispatch and combine of each routing and row set (graphIndex), captured at first use
 	traceGrids       [2][kernels.TraceCalls]int
+
+	stage    genRows     // a validated pair's token rows on their way (Generation)
+	snaps    [2]snapshot // outputs on their way to the host (Snapshot)
+	nextSnap int
 }
 
 // kernelSet is one variant's module and its entries.
@@ -49,43 +54,53 @@ type kernelSet struct {
 // failed set-ups release everything.
 var afterAlloc func() error
 
+// Sharing is how the ranks of a job use the GPUs: the grid a rank's kernels
+// launch, and whether the lines protocol is verified for every pair of them.
+type Sharing struct {
+	// Ranks is how many ranks share this rank's GPU (1: it has its own).
+	Ranks int
+	// LinesVerified: a 128-byte line stored by one warp instruction arrives
+	// whole between every pair of ranks (kernels.Setup).
+	LinesVerified bool
+}
+
 // NewBackend sets a rank up: its launch plan, the symmetric memory shared
-// with every peer through t, the inputs of every routing, the outputs.
-// nvlink: this rank sees every pair of the job's GPUs linked by NVLink (the
-// ranks agree on it: the lines protocol is used only where all of them do).
-// On error everything is released.
-func NewBackend(dev *Device, g Gatherer, t Transport, shape ll.Shape, cfg *config.Config, nvlink bool) (*Backend, error) {
-	b := &Backend{shape: shape, cfg: cfg, dev: dev, mem: memory{transport: t}, modules: map[kernels.Variant]kernelSet{}}
-	if err := b.setup(g, nvlink); err != nil {
+// with every peer through t, the inputs of every routing, the outputs. On
+// error everything is released.
+func NewBackend(dev *Device, g Gatherer, t Transport, shape ll.Shape, cfg *config.Config, sh Sharing) (*Backend, error) {
+	b := &Backend{shape: shape, cfg: cfg, dev: dev, mem: memory{transport: t}, modules: map[kernels.Variant]kernelSet{},
+		sharing: sh}
+	if sh.Ranks < 1 {
+		b.sharing.Ranks = 1
+	}
+	if err := b.setup(g, b.sharing); err != nil {
 		_ = b.Close()
 		return nil, err
 	}
 	return b, nil
 }
 
-func (b *Backend) setup(g Gatherer, nvlink bool) error {
+func (b *Backend) setup(g Gatherer, sh Sharing) error {
 	cfg := b.cfg
 	if cfg.CUDAGraph && os.Getenv(TraceEnv) != "" {
 		return fmt.Errorf("%s does not work with --cuda-graph (a captured call cannot be given its own trace slot)", TraceEnv)
 	}
-	grid := b.dev.Info.SMs
-	if cfg.NumBlocks > 0 {
-		if err := cfg.CheckNumBlocks(b.dev.Info.SMs); err != nil {
-			return err
-		}
-		grid = cfg.NumBlocks
-	}
-	// The ranks agree on both: the lines protocol only where every rank sees
-	// NVLink, and one grid, since arrival counts are per block.
-	agreed, err := allgatherInts(g, b01(nvlink), grid)
+	grid, err := b.gridFor(sh.Ranks)
 	if err != nil {
-		return fmt.Errorf("agreeing on NVLink and the grid: %w", err)
+		return err
 	}
+	// The ranks agree on both: the lines protocol only where every rank has
+	// it verified, and one grid, since arrival counts are per block.
+	agreed, err := allgatherInts(g, b01(sh.LinesVerified), grid)
+	if err != nil {
+		return fmt.Errorf("agreeing on the protocols and the grid: %w", err)
+	}
+	lines := sh.LinesVerified
 	for _, r := range agreed {
-		nvlink = nvlink && r[0] == 1
+		lines = lines && r[0] == 1
 		grid = min(grid, r[1])
 	}
-	if b.plan, err = kernels.NewPlan(kernels.Setup{Cfg: cfg, Ranks: b.shape.Ranks, NVLink: nvlink, Grid: grid,
+	if b.plan, err = kernels.NewPlan(kernels.Setup{Cfg: cfg, Ranks: b.shape.Ranks, LinesVerified: lines, Grid: grid,
 		Trace: os.Getenv(TraceEnv) != ""}); err != nil {
 		return err
 	}
@@ -101,16 +116,14 @@ func (b *Backend) setup(g Gatherer, nvlink bool) error {
 	if b.stream, err = NewStream(); err != nil {
 		return err
 	}
-	for i := range b.events {
-		if b.events[i], err = NewEvent(); err != nil {
-			return err
-		}
+	if err := b.Marks(4); err != nil {
+		return err
 	}
 	b.params = NewParamBlock(kernels.ArgsSize)
 	if err := b.mem.allocate(b.plan, b.stream); err != nil {
 		return err
 	}
-	b.graphs = [2][]Graph{make([]Graph, b.plan.Local.Routings), make([]Graph, b.plan.Local.Routings)}
+	b.graphs = [2][]Graph{make([]Graph, 2*b.plan.Local.Routings), make([]Graph, 2*b.plan.Local.Routings)}
 	if afterAlloc != nil {
 		if err := afterAlloc(); err != nil {
 			return err
@@ -127,6 +140,7 @@ func (b *Backend) setup(g Gatherer, nvlink bool) error {
 		RowPos: m.rowPos, Y: m.recvX, Out: m.out, RecvScales: m.recvScales,
 		TimeoutNs: uint64(cfg.TimeoutMs) * 1_000_000,
 		Clock:     m.clock,
+		JitterNs:  uint64(cfg.JitterUs) * 1000,
 		Rank:      int32(s.Rank), Ranks: int32(s.Ranks), Tokens: int32(s.Tokens), Hidden: int32(s.Hidden), TopK: int32(s.TopK),
 		LocalExperts: int32(s.LocalExperts()),
 	}
@@ -137,6 +151,20 @@ func (b *Backend) setup(g Gatherer, nvlink bool) error {
 	// Peers must not start writing into this rank's memory before it is
 	// zeroed: the caller barriers before the first operation.
 	return b.stream.Sync()
+}
+
+// gridFor is the grid of a launch: --num-blocks, or the GPU's SMs divided
+// among the ranks that share it, so that all their blocks can be resident
+// at once (selectKernels checks that they can).
+func (b *Backend) gridFor(sharers int) (int, error) {
+	sms := b.dev.Info.SMs
+	if b.cfg.NumBlocks == 0 {
+		return max(1, sms/sharers), nil
+	}
+	if err := b.cfg.CheckNumBlocks(sms); err != nil {
+		return 0, err
+	}
+	return b.cfg.NumBlocks, nil
 }
 
 // allgatherInts gathers a few integers of every rank.
@@ -200,7 +228,7 @@ func (b *Backend) Close() error {
 		errs = append(errs, b.stream.Sync())
 		b.printTrace()
 	}
-	errs = append(errs, b.dropGraphs(), b.mem.free())
+	errs = append(errs, b.dropGraphs(), b.mem.free(), b.freeValidation())
 	for i := range b.events {
 		if b.events[i].Live() {
 			errs = append(errs, b.events[i].Destroy())

@@ -54,7 +54,7 @@ func BenchmarkLaunchSyncOurs(b *testing.B) {
 			return nil, nil, err
 		}
 		return func() error {
-				if err := f.Launch(132, 512, 0, s, params); err != nil {
+				if err := f.Launch(132, 512, 0, s, params, false); err != nil {
 					return err
 				}
 				return s.Sync()
@@ -112,7 +112,7 @@ func BenchmarkEventPair(b *testing.B) {
 			return nil, nil, err
 		}
 		return func() error {
-				if err := errors.Join(e0.Record(s), f.Launch(1, 32, 0, s, params), e1.Record(s), s.Sync()); err != nil {
+				if err := errors.Join(e0.Record(s), f.Launch(1, 32, 0, s, params, false), e1.Record(s), s.Sync()); err != nil {
 					return err
 				}
 				_, err := ElapsedUs(e0, e1)

@@ -14,6 +14,7 @@ var ErrNoDevice = errors.New("no CUDA device")
 // Info describes one rank's GPU.
 type Info struct {
 	Ordinal      int    `json:"ordinal"`
+	UUID         string `json:"uuid"`
 	Name         string `json:"name"`
 	PCIBusID     string `json:"pci_bus_id"`
 	TotalMiB     int64  `json:"total_mib"`
@@ -112,6 +113,9 @@ func (d *Device) describe(ord int) error {
 		}
 	}
 	in.PCIBusID = fmt.Sprintf("%08X:%02X:%02X.0", dom, bus, slot)
+	if id, err := d.Dev.UUID(); err == nil {
+		in.UUID = id.String()
+	}
 	in.CUDADriver = cu.Version()
 	in.Driver, in.NVLinkActive = nvmlDescribe(in.PCIBusID)
 	return nil

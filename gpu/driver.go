@@ -179,3 +179,65 @@ func (w *MappedWord) Free() error {
 	w.host = nil
 	return err
 }
+
+// HostBuffer is page-locked host memory, the end of asynchronous copies.
+type HostBuffer struct {
+	p    unsafe.Pointer
+	size int
+}
+
+// NewHostBuffer allocates n bytes of page-locked host memory.
+func NewHostBuffer(n int) (*HostBuffer, error) {
+	var h unsafe.Pointer
+	var d C.uint64_t
+	if err := check("cuMemHostAlloc", C.ep_host_alloc_mapped(C.size_t(max(n, 4)), &h, &d)); err != nil {
+		return nil, err
+	}
+	return &HostBuffer{p: h, size: n}, nil
+}
+
+// Bytes is the buffer as a Go slice over the page-locked memory.
+func (b *HostBuffer) Bytes() []byte { return unsafe.Slice((*byte)(b.p), b.size) }
+
+// Free releases the buffer.
+func (b *HostBuffer) Free() error {
+	if b == nil || b.p == nil {
+		return nil
+	}
+	err := check("cuMemFreeHost", C.ep_host_free(b.p))
+	b.p = nil
+	return err
+}
+
+// CopyToDeviceAsync copies n bytes of the host buffer from offset off to
+// dptr in stream order; the host memory must not change before the copy has
+// run (an event recorded after it says when).
+func CopyToDeviceAsync(dptr uint64, src *HostBuffer, off, n int, s Stream) error {
+	if n == 0 {
+		return nil
+	}
+	if err := cu.MemcpyHtoDAsync(cu.DevicePtr(dptr), unsafe.Add(src.p, off), int64(n), s.s); err != nil {
+		return fmt.Errorf("cuMemcpyHtoDAsync: %w", err)
+	}
+	return nil
+}
+
+// CopyFromDeviceAsync copies n bytes at src into the host buffer at offset
+// off, in stream order.
+func CopyFromDeviceAsync(dst *HostBuffer, off int, src uint64, n int, s Stream) error {
+	if n == 0 {
+		return nil
+	}
+	if err := cu.MemcpyDtoHAsync(unsafe.Add(dst.p, off), cu.DevicePtr(src), int64(n), s.s); err != nil {
+		return fmt.Errorf("cuMemcpyDtoHAsync: %w", err)
+	}
+	return nil
+}
+
+// Wait blocks until the work recorded before the event has run.
+func (e Event) Wait() error {
+	if err := e.e.Synchronize(); err != nil {
+		return fmt.Errorf("cuEventSynchronize: %w", err)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/kernels"
 )
 
@@ -57,8 +58,41 @@ func (b *Backend) selectKernels() error {
 		}
 		b.modules[v] = ks
 	}
-	b.cur, b.curD, b.curC = l, ks.entries[l.DispatchEntry], ks.entries[l.CombineEntry]
+	d, c := ks.entries[l.DispatchEntry], ks.entries[l.CombineEntry]
+	if err := b.checkResident(l, d, c); err != nil {
+		return err
+	}
+	b.cur, b.curD, b.curC = l, d, c
 	v.SetArgs(&b.args)
+	return nil
+}
+
+// checkResident refuses a grid that cannot be resident at once together
+// with the grids of the ranks that share this GPU: their blocks wait for
+// each other's.
+func (b *Backend) checkResident(l kernels.Launch, d, c Function) error {
+	per := 0
+	for i, f := range []Function{d, c} {
+		smem := l.DispatchShared
+		if i == 1 {
+			smem = l.CombineShared
+		}
+		n, err := f.Occupancy(l.Threads, smem)
+		if err != nil {
+			return err
+		}
+		if i == 0 || n < per {
+			per = n
+		}
+	}
+	if room := b.dev.Info.SMs * per; l.Grid*b.sharing.Ranks > room {
+		if b.sharing.Ranks == 1 {
+			return fmt.Errorf("a grid of %d blocks cannot be resident at once on this GPU (%d SMs x %d blocks of these kernels)", l.Grid, b.dev.Info.SMs, per)
+		}
+		return &config.UsageError{Flag: "--num-blocks", Why: fmt.Sprintf(
+			"%d ranks share this GPU (%d SMs x %d blocks of these kernels): their grids must be resident together, so at most %d blocks each, got %d",
+			b.sharing.Ranks, b.dev.Info.SMs, per, room/b.sharing.Ranks, l.Grid)}
+	}
 	return nil
 }
 
@@ -80,27 +114,33 @@ func (b *Backend) launch(op int, j int, expect *uint64) error {
 		return fmt.Errorf("routing %d of %d", j, len(b.mem.idx))
 	}
 	l := b.cur
-	f, smem, proto := b.curD, l.DispatchShared, l.Variant.Dispatch
+	f, smem, proto, coop := b.curD, l.DispatchShared, l.Variant.Dispatch, false
 	if op == 1 {
-		f, smem, proto = b.curC, l.CombineShared, l.Variant.Combine
+		f, smem, proto, coop = b.curC, l.CombineShared, l.Variant.Combine, l.CombineWaitsForOwnGrid
 	}
 	if proto == kernels.ProtoFenced {
 		*expect++
 	}
-	if b.Graphs() && b.graphs[op][j] != 0 {
-		return b.graphs[op][j].Launch(b.stream)
+	// A graph per routing and row set: the set-up's rows, or a validated
+	// pair's (Generation), whose address is an argument.
+	gi := 2 * j
+	if b.args.X != b.mem.x {
+		gi++
+	}
+	if b.Graphs() && b.graphs[op][gi] != 0 {
+		return b.graphs[op][gi].Launch(b.stream)
 	}
 	b.args.TopkIdx, b.args.TopkW = b.mem.idx[j], b.mem.w[j]
 	b.args.Expect = *expect
 	b.args.Put(b.params.Bytes())
 	if !b.Graphs() {
-		return f.Launch(l.Grid, l.Threads, smem, b.stream, b.params)
+		return f.Launch(l.Grid, l.Threads, smem, b.stream, b.params, coop)
 	}
-	g, err := f.Capture(l.Grid, l.Threads, smem, b.stream, b.params)
+	g, err := f.Capture(l.Grid, l.Threads, smem, b.stream, b.params, coop)
 	if err != nil {
 		return err
 	}
-	b.graphs[op][j] = g
+	b.graphs[op][gi] = g
 	return g.Launch(b.stream)
 }
 
@@ -141,6 +181,11 @@ func (b *Backend) Sync() error {
 	if err := b.stream.Sync(); err != nil {
 		return err
 	}
+	return b.kernelError()
+}
+
+// kernelError is what the kernels that ran recorded in their error word.
+func (b *Backend) kernelError() error {
 	w := b.mem.errw.Load()
 	if w == 0 {
 		return nil
@@ -152,6 +197,8 @@ func (b *Backend) Sync() error {
 		return &TimeoutError{Phase: "dispatch", Peer: peer}
 	case kernels.PhaseCombine:
 		return &TimeoutError{Phase: "combine", Peer: peer}
+	case kernels.PhaseStale:
+		return fmt.Errorf("dispatch: rank %d's counts of another call were where this call's must be (the slots' ownership is broken: an epbench defect)", peer)
 	default:
 		return fmt.Errorf("the kernels' error word holds %#x, which no phase writes (an epbench defect)", w)
 	}

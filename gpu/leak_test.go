@@ -8,7 +8,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/epbench/epbench/bench"
-	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/ll"
 )
 
@@ -43,9 +42,8 @@ func TestNoLeakOverSetupTeardownCycles(t *testing.T) {
 func noLeak(t *testing.T, w *bench.World, dev *Device) error {
 	g, size, local := w.Comm, w.Size, w.LocalSize
 	shape := ll.Shape{Ranks: size, Rank: g.Rank(), Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256}
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Reroute = 2
-	cfg.NumBlocks = sharedGrid(dev, local)
 
 	cycle := func(i int, fail bool) error {
 		injected := errors.New("injected set-up failure")
@@ -59,7 +57,7 @@ func noLeak(t *testing.T, w *bench.World, dev *Device) error {
 		if err != nil {
 			return err
 		}
-		b, err := NewBackend(dev, g, tr, shape, cfg, false)
+		b, err := NewBackend(dev, g, tr, shape, cfg, Sharing{Ranks: local})
 		if fail {
 			if !errors.Is(err, injected) {
 				return fmt.Errorf("cycle %d: set-up error %v, want the injected one", i, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/epbench/epbench/bench"
+	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/internal/mpitest"
 	"github.com/epbench/epbench/mpi"
 )
@@ -79,12 +80,11 @@ func testWorld() (*bench.World, error) {
 	return w, nil
 }
 
-// sharedGrid is --num-blocks for ranks that may share one GPU: a grid that
-// all of them can keep resident at once (under MPS), or 0 (automatic) for
-// one rank.
-func sharedGrid(d *Device, ranksOnNode int) int {
-	if ranksOnNode <= 1 {
-		return 0
-	}
-	return d.Info.SMs / ranksOnNode
+// testConfig is ep_bench's defaults, the kernels loaded from
+// $EPBENCH_PTX_DIR where it is set (PTX fresh from the sources, before it
+// is committed).
+func testConfig() *config.Config {
+	c := config.Default()
+	c.PTXDir = os.Getenv("EPBENCH_PTX_DIR")
+	return c
 }

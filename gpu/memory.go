@@ -9,13 +9,17 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/epbench/epbench/kernels"
-	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/routing"
 )
 
 // poisonWord is two bf16 NaNs (0x7FC1): what validation finds where an
 // operation did not write.
 const poisonWord = 0x7FC17FC1
+
+// poisonShared fills the symmetric receive areas before validated pairs:
+// bf16 and float32 NaNs, and as an int32 negative, so that no flag, epoch
+// or count can equal it.
+const poisonShared = 0xFFC1FFC1
 
 // memory is a rank's device memory, allocated from its launch plan: the
 // symmetric buffer through the transport, every local buffer, and the
@@ -26,12 +30,12 @@ type memory struct {
 	sizes     map[uint64]int64
 	errw      *MappedWord // the kernels' error word, read by the host without a copy
 
-	sym                                                      uint64
-	peers, x, recvX, recvCount, srcInfo, layoutRange, rowPos uint64
-	out, recvScales                                          uint64
-	idx, w                                                   []uint64 // per routing
-	clock                                                    uint64   // --cuda-graph: the kernels' device clock, else 0
-	traceD, traceC                                           uint64   // EPBENCH_TRACE: phase stamps, else 0
+	sym                                                            uint64
+	peers, x, xgen, recvX, recvCount, srcInfo, layoutRange, rowPos uint64
+	out, recvScales                                                uint64
+	idx, w                                                         []uint64 // per routing
+	clock                                                          uint64   // --cuda-graph: the kernels' device clock, else 0
+	traceD, traceC                                                 uint64   // EPBENCH_TRACE: phase stamps, else 0
 }
 
 // allocate makes every buffer of plan p, zeroes the symmetric one and
@@ -55,7 +59,7 @@ func (m *memory) allocate(p *kernels.Plan, s Stream) error {
 		dst  *uint64
 		size int64
 	}{
-		{&m.peers, l.Peers}, {&m.x, l.X}, {&m.recvX, l.RecvX}, {&m.recvCount, l.RecvCount}, {&m.srcInfo, l.SrcInfo},
+		{&m.peers, l.Peers}, {&m.x, l.X}, {&m.xgen, l.XGen}, {&m.recvX, l.RecvX}, {&m.recvCount, l.RecvCount}, {&m.srcInfo, l.SrcInfo},
 		{&m.layoutRange, l.LayoutRange}, {&m.rowPos, l.RowPos}, {&m.out, l.Out}, {&m.recvScales, l.RecvScales},
 		{&m.clock, l.Clock}, {&m.traceD, l.Trace}, {&m.traceC, l.Trace},
 	} {
@@ -145,54 +149,6 @@ func (b *Backend) upload(t int) error {
 		}
 	}
 	return nil
-}
-
-// Poison implements bench.Backend.
-func (b *Backend) Poison() error {
-	m := &b.mem
-	for _, p := range []uint64{m.recvX, m.recvCount, m.srcInfo, m.layoutRange, m.out, m.recvScales} {
-		if err := MemsetD32Async(p, poisonWord, int(m.sizes[p]/4), b.stream); err != nil {
-			return err
-		}
-	}
-	return b.stream.Sync()
-}
-
-// Outputs implements bench.Backend.
-func (b *Backend) Outputs() (*ll.Outputs, error) {
-	s, m := b.shape, &b.mem
-	L, R, T, H := s.LocalExperts(), s.Ranks, s.Tokens, s.Hidden
-	rows := L * R * T
-	o := &ll.Outputs{
-		RecvCount:   make([]int32, L),
-		SrcInfo:     make([]int32, rows),
-		LayoutRange: make([]int64, L*R),
-		Out:         make([]uint16, T*H),
-	}
-	type span struct {
-		dst []byte
-		src uint64
-	}
-	copies := []span{
-		{i32bytes(o.RecvCount), m.recvCount},
-		{i32bytes(o.SrcInfo), m.srcInfo},
-		{i64bytes(o.LayoutRange), m.layoutRange},
-		{u16bytes(o.Out), m.out},
-	}
-	if b.args.FP8 != 0 {
-		o.RecvFP8 = make([]uint8, rows*H)
-		o.RecvScales = make([]float32, rows*(H/128))
-		copies = append(copies, span{o.RecvFP8, m.recvX}, span{f32bytes(o.RecvScales), m.recvScales})
-	} else {
-		o.RecvX = make([]uint16, rows*H)
-		copies = append(copies, span{u16bytes(o.RecvX), m.recvX})
-	}
-	for _, c := range copies {
-		if err := CopyFromDevice(c.dst, c.src); err != nil {
-			return nil, err
-		}
-	}
-	return o, nil
 }
 
 func u16bytes(s []uint16) []byte {

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"gorgonia.org/cu"
@@ -9,6 +10,7 @@ import (
 	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/cupti"
+	"github.com/epbench/epbench/kernels"
 	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/report"
 )
@@ -63,8 +65,8 @@ func (Hooks) Platform(w *bench.World, cfg *config.Config) (*bench.Platform, erro
 		return nil, err
 	}
 	groupMs := float64(time.Since(t0).Microseconds()) / 1000
-	nvlink := nvlinkAll(all)
-	b, err := NewBackend(dev, w.Comm, transport, ll.ShapeOf(cfg, w.Rank, w.Size), cfg, nvlink)
+	sh := sharingOf(all, w.Rank)
+	b, err := NewBackend(dev, w.Comm, transport, ll.ShapeOf(cfg, w.Rank, w.Size), cfg, sh)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +74,7 @@ func (Hooks) Platform(w *bench.World, cfg *config.Config) (*bench.Platform, erro
 	plat := &bench.Platform{
 		Backend:  cl,
 		GroupMs:  groupMs,
-		NVLink:   nvlink,
+		NVLink:   nvlinkAll(all),
 		Topology: topology(all, b),
 	}
 	plat.Memory = func() *report.Memory {
@@ -117,12 +119,13 @@ func (c *closer) Close() error {
 	return err
 }
 
-// nvlinkAll reports whether NVML says every pair of the ranks' GPUs reach
-// each other over NVLink (all ranks run on one host).
+// nvlinkAll reports whether NVML says every pair of the ranks' distinct
+// GPUs reach each other over NVLink, all on one host (ranks that share a
+// GPU need no link between them).
 func nvlinkAll(all []rankDevice) bool {
 	for i, a := range all {
 		for _, b := range all[i+1:] {
-			if a.Host != b.Host || (a.GPU.PCIBusID != b.GPU.PCIBusID && !NVLinkP2P(a.GPU.PCIBusID, b.GPU.PCIBusID)) {
+			if a.Host != b.Host || (!a.sameGPU(b) && !NVLinkP2P(a.GPU.PCIBusID, b.GPU.PCIBusID)) {
 				return false
 			}
 		}
@@ -130,12 +133,51 @@ func nvlinkAll(all []rankDevice) bool {
 	return true
 }
 
+// sameGPU reports whether two ranks run on one GPU.
+func (d rankDevice) sameGPU(o rankDevice) bool {
+	if d.GPU.UUID != "" && o.GPU.UUID != "" {
+		return d.GPU.UUID == o.GPU.UUID
+	}
+	return d.Host == o.Host && d.GPU.PCIBusID == o.GPU.PCIBusID
+}
+
+// sharers are the ranks that run on rank me's GPU, me included.
+func sharers(all []rankDevice, me int) []int {
+	var out []int
+	for _, d := range all {
+		if d.sameGPU(all[me]) {
+			out = append(out, d.Rank)
+		}
+	}
+	return out
+}
+
+// sharingOf is how rank me shares its GPU, and whether the lines protocol
+// is verified between every pair of ranks: they share one GPU, or NVLink
+// links GPUs of the compute capability epbench has measured lines on.
+func sharingOf(all []rankDevice, me int) Sharing {
+	cc := func(d rankDevice) string { return fmt.Sprintf("%d.%d", d.GPU.CCMajor, d.GPU.CCMinor) }
+	verified := true
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if !a.sameGPU(b) && (cc(a) != kernels.LinesVerifiedCC || cc(b) != kernels.LinesVerifiedCC) {
+				verified = false
+			}
+		}
+	}
+	return Sharing{Ranks: len(sharers(all, me)), LinesVerified: verified && nvlinkAll(all)}
+}
+
 func topology(all []rankDevice, b *Backend) []string {
 	lines := []string{"GPU topology:"}
 	for _, d := range all {
-		lines = append(lines, fmt.Sprintf("  rank %d: %s, %s, GPU %d %s (%s), %d SMs, %d NVLinks active, driver %s, CUDA %d.%d",
+		shared := ""
+		if s := sharers(all, d.Rank); len(s) > 1 {
+			shared = fmt.Sprintf(", shared by ranks %s", intList(s))
+		}
+		lines = append(lines, fmt.Sprintf("  rank %d: %s, %s, GPU %d %s (%s), %d SMs, %d NVLinks active, driver %s, CUDA %d.%d%s",
 			d.Rank, d.Host, fmt.Sprintf("local rank %d", d.LocalRank), d.GPU.Ordinal, d.GPU.Name, d.GPU.PCIBusID,
-			d.GPU.SMs, d.GPU.NVLinkActive, orUnknown(d.GPU.Driver), d.GPU.CUDADriver/1000, d.GPU.CUDADriver%1000/10))
+			d.GPU.SMs, d.GPU.NVLinkActive, orUnknown(d.GPU.Driver), d.GPU.CUDADriver/1000, d.GPU.CUDADriver%1000/10, shared))
 	}
 	d, c := b.Protocols()
 	l := b.Launch()
@@ -143,8 +185,20 @@ func topology(all []rankDevice, b *Backend) []string {
 	if b.Graphs() {
 		launch = "CUDA graphs"
 	}
-	lines = append(lines, fmt.Sprintf("  transport: CUDA IPC over NVLink P2P; kernels: %d blocks x %d threads, %s; signalling: dispatch %s, combine %s", l.Grid, l.Threads, launch, d, c))
+	grid := fmt.Sprintf("%d blocks x %d threads", l.Grid, l.Threads)
+	if n := b.sharing.Ranks; n > 1 {
+		grid += fmt.Sprintf(" (the GPU's %d SMs shared by %d ranks)", b.dev.Info.SMs, n)
+	}
+	lines = append(lines, fmt.Sprintf("  transport: CUDA IPC over NVLink P2P; kernels: %s, %s; signalling: dispatch %s, combine %s", grid, launch, d, c))
 	return lines
+}
+
+func intList(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // kernelTimer opens the in-process CUPTI collector (after the CUDA context

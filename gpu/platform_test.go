@@ -24,10 +24,14 @@ func TestPlatformMeasuresAndValidates(t *testing.T) {
 			{1, nil}, {16, nil}, {128, nil},
 			{8, func(c *config.Config) { c.DispatchDtype, c.CombineMode = config.DtypeFP8E4M3, config.DirectSend }},
 			{32, func(c *config.Config) { c.Protocol, c.CUDAGraph = config.ProtocolFenced, true }},
+			// Back to back with jitter, validated in the stream, every protocol.
+			{128, backToBack},
+			{1, backToBack},
+			{32, func(c *config.Config) { backToBack(c); c.Protocol, c.CUDAGraph = config.ProtocolFenced, true }},
+			{8, func(c *config.Config) { backToBack(c); c.DispatchDtype = config.DtypeFP8E4M3 }},
 		} {
-			cfg := config.Default()
+			cfg := testConfig()
 			cfg.Tokens, cfg.Validate, cfg.Warmup, cfg.Iters = c.tokens, true, 2, 10
-			cfg.NumBlocks = sharedGrid(dev, w.LocalSize)
 			if c.edit != nil {
 				c.edit(cfg)
 			}
@@ -50,7 +54,7 @@ func TestPlatformMeasuresAndValidates(t *testing.T) {
 			return err
 		}
 		for _, c := range sw.Points {
-			c.NumBlocks = sharedGrid(dev, w.LocalSize)
+			c.PTXDir = testConfig().PTXDir
 		}
 		out, err := bench.Sweep(w, sw, open, func(int, *report.Sweep, report.SweepPoint) error { return nil })
 		if err != nil {
@@ -63,6 +67,12 @@ func TestPlatformMeasuresAndValidates(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// backToBack makes a configuration run its timed pairs back to back with
+// jitter, every fifth validated in the stream.
+func backToBack(c *config.Config) {
+	c.BackToBack, c.JitterUs, c.ValidateEvery, c.Iters = true, 20, 5, 40
 }
 
 // The listing names every rank and its GPU.

@@ -346,6 +346,8 @@ func (p *textParser) header(raw, text string) {
 		c.Backend = val
 	case "Combine mode":
 		c.CombineMode = val
+	case "Timing":
+		c.BackToBack = val == TimingBackToBack
 	default:
 		seen = false
 	}

@@ -58,6 +58,9 @@ type Config struct {
 	ZeroCopy    bool   `json:"zero_copy"`
 	Backend     string `json:"backend"` // cuda | cpu
 	CombineMode string `json:"combine_mode"`
+	// BackToBack: the timed pairs followed each other with no host sync or
+	// barrier between them (--back-to-back); printed only when set.
+	BackToBack bool `json:"back_to_back,omitempty"`
 }
 
 // Summary is ep_bench's "=== Summary (Low Latency, ...) ===" block.

@@ -53,6 +53,9 @@ func WriteText(w io.Writer, r *Result) error {
 	return bw.Flush()
 }
 
+// TimingBackToBack is the header's Timing line with --back-to-back.
+const TimingBackToBack = "back-to-back (no sync or barrier between pairs)"
+
 // WriteHeader writes the configuration block ep_bench prints before running,
 // followed by epbench's Backend and Combine mode lines, an empty line and the
 // topology lines.
@@ -83,6 +86,9 @@ func WriteHeader(w io.Writer, c Config, topology []string) error {
 	p.line("  Use zero-copy: " + enabled(c.ZeroCopy))
 	p.line("  Backend:         " + oneLine(c.Backend))
 	p.line("  Combine mode:    " + oneLine(c.CombineMode))
+	if c.BackToBack {
+		p.line("  Timing:          " + TimingBackToBack)
+	}
 	p.line("")
 	for _, l := range topology {
 		p.line(oneLine(l))

@@ -111,8 +111,8 @@ func buildOutputs(t *testing.T, in Input) *ll.Outputs {
 				if !hit {
 					continue
 				}
-				row, err := routing.TokenRow(src, tok, H)
-				if err != nil {
+				row := make([]uint16, H)
+				if err := routing.FillRow(row, src, tok, in.Generation); err != nil {
 					t.Fatal(err)
 				}
 				slot := l*RT + n
@@ -372,16 +372,36 @@ func TestValidatorMatchesCheck(t *testing.T) {
 	cfg := &config.Config{Seed: 7, DispatchDtype: in.Dtype, CombineMode: in.Mode}
 	v := Validator(in.Shape, cfg)
 	o := buildOutputs(t, in)
-	c, err := v(o, 0)
+	c, err := v(o, 0, 0)
 	if err != nil || !c.DispatchOK || !c.CombineOK || c.First != "" {
 		t.Fatalf("routing 0: %+v, %v", c, err)
 	}
 	// Routing 1 is another table: the same outputs no longer match.
-	if c, err := v(o, 1); err != nil || c.DispatchOK || !strings.HasPrefix(c.First, "rank 1, expert") {
+	if c, err := v(o, 1, 0); err != nil || c.DispatchOK || !strings.HasPrefix(c.First, "rank 1, expert") {
 		t.Errorf("routing 1: %+v, %v", c, err)
 	}
 	o.Out[5] ^= 1
-	if c, _ := v(o, 0); c.CombineOK || !strings.HasPrefix(c.First, "rank 1, token 0, column 5: ") {
+	if c, _ := v(o, 0, 0); c.CombineOK || !strings.HasPrefix(c.First, "rank 1, token 0, column 5: ") {
 		t.Errorf("corrupted output: %+v", c)
+	}
+}
+
+// A pair checked against another generation than the one it ran on fails
+// in dispatch and in combine: a row or an output of another call is caught.
+func TestGenerationsAreToldApart(t *testing.T) {
+	for _, dt := range []config.DispatchDtype{config.DtypeBF16, config.DtypeFP8E4M3} {
+		in := randomInput(t, 1, dt, config.RankLocalReduce)
+		in.Generation = 2
+		o := buildOutputs(t, in)
+		if rep := Check(in, o); !rep.DispatchOK || !rep.CombineOK {
+			t.Fatalf("%v, generation 2 against itself: %s", dt, rep.First)
+		}
+		for _, other := range []int{0, 1, 3} {
+			in.Generation = other
+			rep := Check(in, o)
+			if rep.DispatchOK || rep.CombineOK {
+				t.Errorf("%v: generation 2's outputs pass as generation %d's (dispatch %v, combine %v)", dt, other, rep.DispatchOK, rep.CombineOK)
+			}
+		}
 	}
 }

@@ -65,7 +65,7 @@ func expected(in *Input) ([]uint16, []float64) {
 		q, scales, deq = make([]uint8, H), make([]float32, H/channelsPerScale), make([]uint16, H)
 	}
 	for t := 0; t < s.Tokens; t++ {
-		_ = routing.FillTokenRow(x, s.Rank, t) // the shape was checked
+		_ = routing.FillRow(x, s.Rank, t, in.Generation) // the shape was checked
 		yBits := x
 		if in.Dtype == config.DtypeFP8E4M3 {
 			quantizeRow(x, q, scales)

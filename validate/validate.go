@@ -25,6 +25,9 @@ type Input struct {
 	// Weights is this rank's topk_weights, [Tokens, TopK]. Nil means
 	// routing.Weights(Shape.Rank, Shape.Tokens, Shape.TopK).
 	Weights []float32
+	// Generation is the token rows the pair ran on (routing.FillRow): 0,
+	// ep_bench's validation rows, or a high-entropy generation.
+	Generation int
 	// SkipCombine leaves the combine unchecked (dispatch-only runs):
 	// CombineOK is then true and CalcDiff NaN.
 	SkipCombine bool

@@ -8,15 +8,15 @@ import (
 	"github.com/epbench/epbench/routing"
 )
 
-// Validator returns the check of this rank's outputs of routing j for a job
-// of shape running cfg. It regenerates every rank's topk_idx of routing j from
+// Validator returns the check of this rank's outputs of a pair of routing j
+// on the token rows of generation gen, for a job of shape running cfg. It regenerates every rank's topk_idx of routing j from
 // cfg.Seed (RoutingTopK, once per routing) and this rank's weights
 // (routing.Weights), so it needs no communication, and runs Check. The
 // verdict is this rank's (the runner reduces it over ranks).
-func Validator(shape ll.Shape, cfg *config.Config) func(o *ll.Outputs, j int) (Report, error) {
+func Validator(shape ll.Shape, cfg *config.Config) func(o *ll.Outputs, j, gen int) (Report, error) {
 	tables := map[int][]int64{}
 	var weights []float32
-	return func(o *ll.Outputs, j int) (Report, error) {
+	return func(o *ll.Outputs, j, gen int) (Report, error) {
 		if cfg == nil {
 			return Report{}, fmt.Errorf("validate: no configuration")
 		}
@@ -34,6 +34,7 @@ func Validator(shape ll.Shape, cfg *config.Config) func(o *ll.Outputs, j int) (R
 				return Report{}, fmt.Errorf("validate: weights: %w", err)
 			}
 		}
-		return Check(Input{Shape: shape, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: all, Weights: weights}, o), nil
+		return Check(Input{Shape: shape, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: all, Weights: weights,
+			Generation: gen}, o), nil
 	}
 }

@@ -1,0 +1,58 @@
+package routing
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/epbench/epbench/bf16"
+)
+
+func TestGenerationZeroIsTheValidationRows(t *testing.T) {
+	a, err := Rows(3, 5, 256, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := TokenRows(3, 5, 256)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("element %d: %#x, want %#x", i, a[i], b[i])
+		}
+	}
+}
+
+// Every 16-byte chunk of every row of every rank, token and generation is
+// distinct, and every value is a finite bfloat16 of magnitude in [0.25, 4).
+func TestGenerationChunksAreDistinct(t *testing.T) {
+	const ranks, tokens, hidden, gens = 8, 64, 1024, 4
+	seen := map[[16]byte]string{}
+	for gen := 1; gen <= gens; gen++ {
+		for r := 0; r < ranks; r++ {
+			rows, err := Rows(r, tokens, hidden, gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < len(rows); i += 8 {
+				var k [16]byte
+				for j := 0; j < 8; j++ {
+					binary.LittleEndian.PutUint16(k[2*j:], rows[i+j])
+					v := bf16.ToFloat32(rows[i+j])
+					if a := max(v, -v); a < 0.25 || a >= 4 {
+						t.Fatalf("generation %d, rank %d, element %d: %v", gen, r, i+j, v)
+					}
+				}
+				where := fmt.Sprintf("generation %d, rank %d", gen, r)
+				if w, dup := seen[k]; dup {
+					t.Fatalf("a chunk of %s (element %d) repeats one of %s", where, i, w)
+				}
+				seen[k] = where
+			}
+		}
+	}
+}
+
+func TestFillRowRefusesANegativeGeneration(t *testing.T) {
+	if err := FillRow(make([]uint16, 256), 0, 0, -1); err == nil {
+		t.Fatal("generation -1 accepted")
+	}
+}
