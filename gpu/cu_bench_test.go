@@ -66,6 +66,27 @@ func BenchmarkLaunchSyncOurs(b *testing.B) {
 	})
 }
 
+// ours, cooperative: the launch of a combine that waits for blocks of its
+// own grid.
+func BenchmarkLaunchSyncCooperative(b *testing.B) {
+	timed(b, func() (func() error, func(), error) {
+		m, f, s, params, err := emptyOurs()
+		if err != nil {
+			return nil, nil, err
+		}
+		return func() error {
+				if err := f.Launch(132, 512, 0, s, params, true); err != nil {
+					return err
+				}
+				return s.Sync()
+			}, func() {
+				params.Free()
+				s.Destroy()
+				m.Unload()
+			}, nil
+	})
+}
+
 // gorgonia/cu: its Launch passes each parameter as 8 bytes (it cannot pass
 // the LL kernels' by-value block) from two C allocations per launch, so it
 // launches the one-pointer kernel.
