@@ -5,7 +5,12 @@
 #   2. micro-benchmarks (NVLink store bandwidth, cross-GPU flag round trip);
 #   3. `epbench devices`, then each validated run under `timeout -k`;
 #   4. prints a short table last.
-# Usage: scripts/gpu-check.sh [--quick] [--out DIR]
+# With --mps it runs only the section for ranks that share one GPU under MPS
+# (after step 1): 2, 4 and 8 ranks on GPU 0, back to back with jitter and
+# in-stream validation, every protocol; then the kernels built with one
+# ordering step broken on purpose (scripts/ptx.sh EPBENCH_BREAK), each of
+# which validation must catch; a short table last.
+# Usage: scripts/gpu-check.sh [--quick | --mps] [--out DIR]
 # Environment: NVCC (default nvcc), NP (default: GPU count), MPIRUN_ARGS,
 # PERF_ITERS (timed iterations of the performance runs, default 200),
 # REFERENCE (an ep_bench output to compare the default run with).
@@ -13,10 +18,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 quick=
+mps=
 out=${OUT:-out}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
+	--mps) mps=1 ;;
 	--out) out=$2; shift ;;
 	*) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -58,6 +65,96 @@ fi
 # Every epbench run below loads the fresh PTX when the committed one differs.
 ptx_args=()
 [ -n "${EPBENCH_PTX_DIR:-}" ] && ptx_args=(--ptx-dir "$EPBENCH_PTX_DIR")
+
+summary() {
+	echo "=== gpu-check summary ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $1) ==="
+	for r in "${results[@]}"; do
+		IFS='|' read -r name what verdict <<<"$r"
+		printf '%-44s %-10s %s\n' "$name" "$verdict" "$what"
+	done
+}
+
+if [ -n "$mps" ]; then
+	# Ranks sharing GPU 0 under MPS, really concurrent (time-sliced ranks
+	# never overlap). The daemon is restarted here: a run killed mid-kernel
+	# can leave it unusable.
+	export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/epbench-mps} CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/epbench-mpslog}
+	mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+	mps_start() {
+		echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+		sleep 1
+		CUDA_VISIBLE_DEVICES=0 nvidia-cuda-mps-control -d
+	}
+	mps_run() { # name limit np args... (rc and output in $out/run.txt)
+		local name=$1 limit=$2 n=$3
+		shift 3
+		say "### $name: mpirun -np $n bin/epbench $*"
+		local t0=$SECONDS
+		timeout -k 10 "$limit" mpirun "${root[@]}" --oversubscribe -np "$n" -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \
+			-x CUDA_VISIBLE_DEVICES=0 bin/epbench "$@" >"$out/run.txt" 2>&1
+		mps_rc=$?
+		cat "$out/run.txt" >>"$log"
+		mps_secs=$((SECONDS - t0))
+	}
+	soak=(-V --back-to-back --jitter-us 20 --validate-every 50 -i 1000)
+	mps_start
+	for n in 2 4 8; do
+		for c in "-t 1" "-t 1 --dispatch-dtype fp8_e4m3 --combine-mode direct_send" \
+			"" "--combine-mode direct_send" "--dispatch-dtype fp8_e4m3" "--dispatch-dtype fp8_e4m3 --combine-mode direct_send" \
+			"--protocol fenced" "--protocol fenced -t 1 --combine-mode direct_send" \
+			"--protocol inline -t 15 --dispatch-dtype fp8_e4m3" "--protocol lines -t 32 --dispatch-dtype fp8_e4m3"; do
+			# shellcheck disable=SC2086
+			mps_run "mps $n ${c:-defaults}" 120 "$n" "${soak[@]}" $c "${ptx_args[@]}"
+			g=$(grep -o 'kernels: [0-9]* blocks' "$out/run.txt" | head -1)
+			v=$(grep -o 'Global validation: .*' "$out/run.txt" | head -1)
+			if [ $mps_rc -eq 0 ]; then
+				results+=("mps $n ${c:-defaults}|${g#kernels: }, ${v:-no validation}, ${mps_secs} s|ok")
+			else
+				results+=("mps $n ${c:-defaults}|rc=$mps_rc, ${mps_secs} s|FAIL")
+				status=1
+				tail -5 "$out/run.txt"
+				mps_start
+			fi
+		done
+	done
+	# The broken builds: each is run where its breakage can bite (two ranks,
+	# back to back with jitter, a validated pair every 10), small rows so
+	# that 2000 validated pairs take seconds. Caught: validation fails (3)
+	# or a rank waits for data that never comes (4). A build that passes
+	# 2000 validated pairs is recorded as not observable on one GPU.
+	small=(-d 1024 -k 4 -e 8 -V --back-to-back --jitter-us 20 --validate-every 10 -i 20000 --timeout-ms 2000)
+	for b in "noparity inline_inline_bf16_rlr --protocol inline -t 1" \
+		"flagfirst inline_inline_bf16_rlr --protocol inline -t 8" \
+		"noparity lines_lines_bf16_rlr --protocol lines -t 32" \
+		"flagfirst lines_lines_bf16_rlr --protocol lines -t 32" \
+		"noparity fenced_fenced_bf16_rlr --protocol fenced -t 32" \
+		"nofence fenced_fenced_bf16_rlr --protocol fenced -t 32"; do
+		read -r brk variant rest <<<"$b"
+		dir=$(mktemp -d)
+		if ! EPBENCH_BREAK=$brk bash scripts/ptx.sh "$nvcc" "$dir" "$variant" >>"$log" 2>&1; then
+			results+=("broken $brk $variant|build failed|FAIL")
+			status=1
+			continue
+		fi
+		# shellcheck disable=SC2086
+		mps_run "broken $brk $variant" 150 2 "${small[@]}" $rest --ptx-dir "$dir"
+		case $mps_rc in
+		3) results+=("broken $brk $variant|validation failed: $(grep -o 'validation after [0-9]* timed iterations' "$out/run.txt" | head -1)|caught") ;;
+		4) results+=("broken $brk $variant|a rank timed out ($(grep -o 'timed out waiting for rank [0-9]*' "$out/run.txt" | head -1))|caught") ;;
+		0) results+=("broken $brk $variant|2000 validated pairs passed: not observable on one GPU|survived") ;;
+		*)
+			results+=("broken $brk $variant|rc=$mps_rc|FAIL")
+			status=1
+			tail -5 "$out/run.txt"
+			;;
+		esac
+		[ $mps_rc -ne 0 ] && mps_start
+	done
+	echo quit | nvidia-cuda-mps-control
+	echo
+	summary "ranks sharing GPU 0 under MPS"
+	exit $status
+fi
 
 # 2. Micro-benchmarks.
 if [ -f scripts/microbench.cu ]; then
@@ -169,11 +266,7 @@ if [ ${#perf[@]} -gt 0 ]; then
 	fi
 	echo
 fi
-echo "=== gpu-check summary ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $np ranks) ==="
-for r in "${results[@]}"; do
-	IFS='|' read -r name what verdict <<<"$r"
-	printf '%-28s %-6s %s\n' "$name" "$verdict" "$what"
-done
+summary "$np ranks"
 # epbench's own doubts about its kernel averages (first timed pair, CUPTI beyond the events), informational.
 notes=$(grep -c 'epbench: kernel timer:' "$log")
 echo "kernel timer notes: $notes (grep 'kernel timer:' $log)"
