@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/epbench/epbench/config"
@@ -101,8 +102,9 @@ func TestCombineLines(t *testing.T) {
 func TestNewPlanRefuses(t *testing.T) {
 	c := config.Default()
 	c.Protocol = config.ProtocolLines
-	if _, err := NewPlan(Setup{Cfg: c, Ranks: 2, Grid: 132}); err == nil {
-		t.Error("--protocol lines without NVLink was planned")
+	var ue *config.UsageError
+	if _, err := NewPlan(Setup{Cfg: c, Ranks: 2, Grid: 132}); !errors.As(err, &ue) || ue.Flag != "--protocol" {
+		t.Errorf("--protocol lines where lines are not verified: %v, want a usage error of --protocol", err)
 	}
 	c = config.Default()
 	if _, err := NewPlan(Setup{Cfg: c, Ranks: 512, Grid: 132}); err == nil {
@@ -140,6 +142,25 @@ func TestLaunchGrid(t *testing.T) {
 	}
 	if _, err := plan(t, nil, Setup{}).Launch(129); err == nil {
 		t.Error("a launch of more tokens than the plan holds")
+	}
+}
+
+// A combine that waits for blocks of its own grid (inline: the own rank's
+// partials; fenced: its release) is launched cooperatively; lines do not
+// wait for their own grid.
+func TestCombineWaitsForOwnGrid(t *testing.T) {
+	for _, c := range []struct {
+		proto  config.Protocol
+		tokens int
+		want   bool
+	}{{config.ProtocolAuto, 1, true}, {config.ProtocolAuto, 128, false}, {config.ProtocolFenced, 128, true}, {config.ProtocolLines, 1, false}} {
+		l, err := plan(t, func(cfg *config.Config) { cfg.Protocol = c.proto }, Setup{LinesVerified: true}).Launch(c.tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.CombineWaitsForOwnGrid != c.want {
+			t.Errorf("%v at %d tokens (%s): waits for its own grid %v", c.proto, c.tokens, l.Variant, l.CombineWaitsForOwnGrid)
+		}
 	}
 }
 
