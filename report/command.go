@@ -12,23 +12,28 @@ import (
 // inputs (exit 2); the message starts "compare: ".
 var ErrCompareUsage = errors.New("compare")
 
-const compareUsage = `usage: epbench compare [--kernel-only] [--label NAME ...] FILE FILE [FILE ...]
+const compareUsage = `usage: epbench compare [--kernel-only] [--label NAME ...] FILE [FILE ...]
 
 Reads the summaries of ep_bench (NCCL-EP and nccl-extensions formats), of the
 Python ep_bench_ll benchmark and of epbench (text or --json output), and prints
 one table: host-observed avg/min/max per phase, and kernel rows when every
 input has them. For two inputs it adds "Host D+C ratio a/b".
 
-  --kernel-only   lead with the kernel-only rows
-  --label NAME    label of the next input, in order (default: file name without
-                  extension, cut to 14 characters); repeat per input
+  --kernel-only   lead with the kernel-only rows, then the seed driver's
+                  "representative" kernel rows (the minimum over ranks)
+  --label NAME    label of the next input, in order; repeat per input (default:
+                  the file name without its extension, with the folders or the
+                  extension it takes to tell the inputs apart, and without a
+                  ".suffix" every name ends with)
 
 epbench compare --run --ep-lib epbench,nccl-ep ... runs the benchmarks on one
 problem and compares their outputs (see epbench compare --run --help).
 `
 
+// compareUsagef formats an ErrCompareUsage error; %w in format keeps the
+// cause reachable with errors.Is.
 func compareUsagef(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrCompareUsage, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: "+format, append([]any{ErrCompareUsage}, a...)...)
 }
 
 // CompareCommand is `epbench compare FILE...`: it reads the summary files
@@ -53,12 +58,14 @@ func CompareCommand(args []string, stdout io.Writer) error {
 	if len(*labels) > len(files) {
 		return compareUsagef("--label given %d times for %d inputs", len(*labels), len(files))
 	}
+	names := Labels(files)
 	var inputs []*Parsed
 	for i, f := range files {
 		p, err := ParseFile(f)
 		if err != nil {
-			return compareUsagef("%s: %v", f, err)
+			return compareUsagef("%w", err)
 		}
+		p.Label = names[i]
 		if i < len(*labels) {
 			p.Label = (*labels)[i]
 		}

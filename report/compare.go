@@ -7,13 +7,18 @@ import (
 	"io"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // CompareOptions shapes the comparison table.
 type CompareOptions struct {
 	// KernelOnly leads with the kernel-only rows and titles the table
-	// "kernel-only" when every input has kernel numbers.
+	// "kernel-only" when every input has kernel numbers; the rows then end
+	// with the seed driver's "representative" kernel times (the minimum over
+	// ranks, which its Python benchmark leads with).
 	KernelOnly bool
+	// Notes are printed under the table, one "  NOTE: " line each.
+	Notes []string
 }
 
 // ErrNoInputs reports a comparison without inputs.
@@ -45,6 +50,14 @@ func kernelRows() []compareRow {
 		statRows("Kernel Combine", func(p *Parsed) Stat { return p.Summary.Kernel.Combine.LatencyUS })...)
 }
 
+// reprRows are the seed driver's kernel-only rows: the minimum over ranks.
+func reprRows() []compareRow {
+	return []compareRow{
+		{"Kernel Dispatch repr", func(p *Parsed) float64 { return p.Summary.Kernel.Dispatch.LatencyUS.Min }},
+		{"Kernel Combine repr", func(p *Parsed) float64 { return p.Summary.Kernel.Combine.LatencyUS.Min }},
+	}
+}
+
 func statRows(prefix string, get func(*Parsed) Stat) []compareRow {
 	return []compareRow{
 		{prefix + " avg", func(p *Parsed) float64 { return get(p).Avg }},
@@ -55,7 +68,9 @@ func statRows(prefix string, get func(*Parsed) Stat) []compareRow {
 
 // WriteCompare prints the unified table of the seeds' driver: one column per
 // input, host latency avg/min/max per phase in microseconds, then kernel-only
-// rows when every input has them (first with KernelOnly). With exactly two
+// rows when every input has them (first with KernelOnly). Each column is at
+// least 14 characters wide, as the seed's, and two wider than its label or
+// number, so columns never touch; labels are printed whole. With exactly two
 // inputs it ends with "Host D+C ratio a/b = X.XXx" (and, with KernelOnly,
 // the same ratio of kernel dispatch+combine averages).
 func WriteCompare(w io.Writer, inputs []*Parsed, opt CompareOptions) error {
@@ -71,7 +86,7 @@ func WriteCompare(w io.Writer, inputs []*Parsed, opt CompareOptions) error {
 	}
 	labels := make([]string, len(inputs))
 	for i, in := range inputs {
-		labels[i] = cut(oneLine(in.Label), labelWidth)
+		labels[i] = oneLine(in.Label)
 		if labels[i] == "" {
 			labels[i] = fmt.Sprintf("input%d", i+1)
 		}
@@ -82,7 +97,7 @@ func WriteCompare(w io.Writer, inputs []*Parsed, opt CompareOptions) error {
 	switch {
 	case opt.KernelOnly && hasKernel:
 		title = "kernel-only"
-		rows = append(kernelRows(), rows...)
+		rows = append(append(kernelRows(), reprRows()...), rows...)
 	case hasKernel:
 		rows = append(rows, kernelRows()...)
 	}
@@ -90,16 +105,23 @@ func WriteCompare(w io.Writer, inputs []*Parsed, opt CompareOptions) error {
 	bw := bufio.NewWriter(w)
 	p := newPrinter(bw)
 	p.printf("\n=== Unified EP Low-Latency Summary (%s, us) ===\n", title)
+	widths := make([]int, len(inputs))
+	for i, in := range inputs {
+		widths[i] = max(labelWidth, utf8.RuneCountInString(labels[i])+2)
+		for _, r := range rows {
+			widths[i] = max(widths[i], len(fmt.Sprintf("%.2f", r.value(in)))+2)
+		}
+	}
 	hdr := fmt.Sprintf("%-24s", "metric")
-	for _, l := range labels {
-		hdr += fmt.Sprintf("%*s", labelWidth, l)
+	for i, l := range labels {
+		hdr += strings.Repeat(" ", widths[i]-utf8.RuneCountInString(l)) + l
 	}
 	p.line(hdr)
-	p.line(strings.Repeat("-", len(hdr)))
+	p.line(strings.Repeat("-", utf8.RuneCountInString(hdr)))
 	for _, r := range rows {
 		line := fmt.Sprintf("%-24s", r.label)
-		for _, in := range inputs {
-			line += fmt.Sprintf("%*.2f", labelWidth, r.value(in))
+		for i, in := range inputs {
+			line += fmt.Sprintf("%*.2f", widths[i], r.value(in))
 		}
 		p.line(line)
 	}
@@ -111,6 +133,9 @@ func WriteCompare(w io.Writer, inputs []*Parsed, opt CompareOptions) error {
 			}
 		}
 		p.line("  NOTE: kernel-only requested but kernel timing is missing for " + strings.Join(missing, ", ") + ".")
+	}
+	for _, n := range opt.Notes {
+		p.line("  NOTE: " + oneLine(n))
 	}
 	if len(inputs) == 2 {
 		a, b := inputs[0], inputs[1]

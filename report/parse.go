@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Format says which program wrote a parsed summary.
@@ -77,14 +76,15 @@ const maxLine = 1 << 20
 // maxJSON bounds a JSON result; per-rank values of thousands of ranks fit.
 const maxJSON = 64 << 20
 
-// labelWidth is the compare table's column width, and so a label's length.
+// labelWidth is the compare table's narrowest column width.
 const labelWidth = 14
 
 // ParseFile parses the summary in path and labels it with LabelFromPath.
+// Its errors name path once.
 func ParseFile(path string) (*Parsed, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	p, err := ParseSummary(f)
@@ -95,11 +95,14 @@ func ParseFile(path string) (*Parsed, error) {
 	return p, nil
 }
 
-// LabelFromPath is the file name without its last extension, cut to 14
-// characters to fit a compare column.
+// LabelFromPath is the file name without its last extension (the whole
+// name when that would leave nothing).
 func LabelFromPath(path string) string {
 	base := filepath.Base(path)
-	return cut(strings.TrimSuffix(base, filepath.Ext(base)), labelWidth)
+	if l := strings.TrimSuffix(base, filepath.Ext(base)); l != "" {
+		return l
+	}
+	return base
 }
 
 // ParseSummary reads one run's output in any Format and returns its summary.
@@ -145,6 +148,9 @@ func parseJSON(r io.Reader) (*Parsed, error) {
 	}
 	if res.Summary.Ranks < 1 {
 		return nil, fmt.Errorf("%w: JSON summary has %d ranks", ErrBadSummary, res.Summary.Ranks)
+	}
+	if err := res.Summary.CheckNumbers(); err != nil {
+		return nil, fmt.Errorf("%w: JSON summary: %v", ErrBadSummary, err)
 	}
 	cfg := res.Config
 	return &Parsed{Format: FormatEpbenchJSON, Config: &cfg, Summary: res.Summary}, nil
@@ -582,13 +588,17 @@ func (p *textParser) finish() (*Parsed, error) {
 	return out, nil
 }
 
-// nums converts matched numbers; a match can still overflow (1e999).
+// nums converts matched numbers; a match can still overflow (1e999), or
+// be a number no run prints (nan, inf, a negative time, throughput or size).
 func (p *textParser) nums(ss ...string) ([]float64, error) {
 	out := make([]float64, len(ss))
 	for i, s := range ss {
 		v, err := parseNum(s)
 		if err != nil {
 			return nil, p.errorf("number %q: %v", s, err)
+		}
+		if !possible(v) {
+			return nil, p.errorf("impossible value %q (times, throughputs and sizes are finite and not negative)", s)
 		}
 		out[i] = v
 	}
@@ -631,12 +641,3 @@ func setInt(dst *int, s string) {
 }
 
 func isEnabled(s string) bool { return strings.HasPrefix(s, "enabled") }
-
-// cut shortens s to n characters without splitting one.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n])
-}

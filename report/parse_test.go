@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -277,16 +278,39 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// C's spellings of non-numbers are read as numbers, and refused: no run
+// prints a time or throughput of nan or inf. A negative zero is zero.
 func TestParseCNumbers(t *testing.T) {
-	in := strings.NewReplacer("avg=27.09 us", "avg=-nan us", "max=40.67 us", "max=inf us").
-		Replace(string(mustRead(t, "reference/ll_t1_i50.ep_bench.out")))
-	p, err := ParseSummary(strings.NewReader(in))
+	ref := string(mustRead(t, "reference/ll_t1_i50.ep_bench.out"))
+	for _, spelled := range []string{"-nan", "nan", "inf", "+inf", "-inf"} {
+		in := strings.Replace(ref, "max=40.67 us", "max="+spelled+" us", 1)
+		_, err := ParseSummary(strings.NewReader(in))
+		want := `report: malformed summary: line 41: impossible value "` + spelled + `"`
+		if !errors.Is(err, ErrBadSummary) || !strings.HasPrefix(fmt.Sprint(err), want) {
+			t.Errorf("%s: got %v, want %q...", spelled, err, want)
+		}
+	}
+	p, err := ParseSummary(strings.NewReader(strings.Replace(ref, "min=24.29 us", "min=-0.00 us", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := p.Summary.Host.Dispatch.LatencyUS
-	if !math.IsNaN(d.Avg) || !math.IsInf(d.Max, 1) || d.Min != 24.29 {
-		t.Errorf("got %+v, want nan, 24.29, +inf", d)
+	if d := p.Summary.Host.Dispatch.LatencyUS; d.Min != 0 || d.Avg != 27.09 {
+		t.Errorf("got %+v", d)
+	}
+}
+
+// epbench's JSON cannot hold nan, but a hand-edited one can hold a negative
+// time: it is refused with the field named.
+func TestParseJSONRefusesImpossibleNumbers(t *testing.T) {
+	b := mustRead(t, "golden/result.json")
+	in := strings.Replace(string(b), `"avg": 40.39796845030048`, `"avg": -40.39796845030048`, 1)
+	if in == string(b) {
+		t.Fatal("no dispatch average in golden/result.json")
+	}
+	_, err := ParseSummary(strings.NewReader(in))
+	want := "report: malformed summary: JSON summary: host.dispatch.latency_us.avg = -40.39796845030048: impossible value"
+	if !errors.Is(err, ErrBadSummary) || fmt.Sprint(err) != want {
+		t.Errorf("got %v, want %q", err, want)
 	}
 }
 
@@ -301,11 +325,11 @@ func mustRead(t *testing.T, name string) []byte {
 
 func TestLabelFromPath(t *testing.T) {
 	cases := map[string]string{
-		"runs/ll_t128_i50.ep_bench.out": "ll_t128_i50.ep",
+		"runs/ll_t128_i50.ep_bench.out": "ll_t128_i50.ep_bench",
 		"mscclpp.txt":                   "mscclpp",
 		"/tmp/nccl-ep":                  "nccl-ep",
-		"résultat_très_long.json":       "résultat_très_",
-		".hidden":                       "",
+		"résultat_très_long.json":       "résultat_très_long",
+		".hidden":                       ".hidden",
 	}
 	for in, want := range cases {
 		if got := LabelFromPath(in); got != want {
