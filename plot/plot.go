@@ -189,9 +189,9 @@ type curve struct {
 // logarithmic; the latency axis is linear from zero unless the largest
 // latency is more than logRatio times the smallest, and logarithmic then.
 func Latency(inputs []Series, title, out string) error {
-	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
-	if format != "svg" && format != "png" {
-		return usagef("-o %s: the plot is written as .svg or .png", out)
+	format, err := pictureFormat(out)
+	if err != nil {
+		return err
 	}
 	if len(inputs) == 0 {
 		return usagef("nothing to plot")
@@ -315,18 +315,39 @@ func Latency(inputs []Series, title, out string) error {
 	return writeCanvas(cw, out)
 }
 
-func writeCanvas(cw io.WriterTo, out string) (err error) {
-	f, err := os.Create(out)
-	if err != nil {
+// pictureFormat is "svg" or "png" by out's extension.
+func pictureFormat(out string) (string, error) {
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
+	if format != "svg" && format != "png" {
+		return "", usagef("-o %s: the plot is written as .svg or .png", out)
+	}
+	return format, nil
+}
+
+// checkOutput refuses, before any input is read, a picture that could not
+// be written: a name without .svg or .png, or a path that cannot be created.
+func checkOutput(out string) error {
+	if _, err := pictureFormat(out); err != nil {
 		return err
 	}
-	defer func() {
+	if err := report.CheckOutputs(map[string]string{"-o": out}); err != nil {
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+func writeCanvas(cw io.WriterTo, out string) error {
+	f, err := os.Create(out)
+	if err == nil {
+		_, err = cw.WriteTo(f)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-	}()
-	_, err = cw.WriteTo(f)
-	return err
+	}
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	return nil
 }
 
 // maxInput bounds an input file (a sweep JSON with per-rank values of many
@@ -359,7 +380,10 @@ func Load(path string) (Series, error) {
 			return Series{}, usagef("%s: a sweep over %s; the plot is against tokens", path, sw.Varying)
 		}
 		s := Series{Label: label, Sweep: true}
-		for _, pt := range sw.Points {
+		for i, pt := range sw.Points {
+			if err := pt.Result.Summary.CheckNumbers(); err != nil {
+				return Series{}, usagef("%s: point %d (tokens %d): %v", path, i+1, pt.Tokens, err)
+			}
 			s.Points = append(s.Points, pointOf(pt.Tokens, pt.Result.Summary))
 		}
 		return s, nil
@@ -416,6 +440,9 @@ func Main(args []string, stdout io.Writer) error {
 	}
 	if *out == "" {
 		return usagef("-o FILE is required (.svg or .png)")
+	}
+	if err := checkOutput(*out); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return usagef("no inputs (see epbench plot --help)")

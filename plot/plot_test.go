@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"flag"
+	"fmt"
 	"image/png"
 	"io"
 	"math"
@@ -108,7 +109,7 @@ func TestLoadEpBenchOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Point{Tokens: 128, HostDispatch: 40.40, HostCombine: 49.14, KernelDispatch: 32.06, KernelCombine: 41.67}
-	if ref.Label != "ll_t128_i50.ep" || ref.Sweep || len(ref.Points) != 1 || ref.Points[0] != want {
+	if ref.Label != "ll_t128_i50.ep_bench" || ref.Sweep || len(ref.Points) != 1 || ref.Points[0] != want {
 		t.Fatalf("Load = %+v, want one point %+v", ref, want)
 	}
 }
@@ -318,9 +319,73 @@ func TestLatencyRejects(t *testing.T) {
 			t.Errorf("%s: %s was written", tc.name, tc.out)
 		}
 	}
-	err := Latency([]Series{sweepSeries("a", 1)}, "", filepath.Join(dir, "missing", "x.svg"))
-	if err == nil || errors.Is(err, ErrUsage) {
-		t.Errorf("unwritable output: %v, want a runtime error", err)
+	missing := filepath.Join(dir, "missing", "x.svg")
+	err := Latency([]Series{sweepSeries("a", 1)}, "", missing)
+	if err == nil || errors.Is(err, ErrUsage) || err.Error() != "plot: open "+missing+": no such file or directory" {
+		t.Errorf("unwritable output: %v, want a runtime error with the plot: prefix", err)
+	}
+}
+
+// -o is checked before any input is read: a typo in it is found at once,
+// whatever the inputs.
+func TestMainChecksOutputFirst(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no", "such", "p.svg")
+	for _, args := range [][]string{
+		{"testdata/ll_t32_i50.ep_bench.out", "-o", missing},
+		{filepath.Join(dir, "no-such-input.out"), "-o", missing},
+	} {
+		err := Main(args, io.Discard)
+		want := "plot: -o: cannot create " + missing + ": no folder " + filepath.Dir(missing)
+		if !errors.Is(err, ErrUsage) || err.Error() != want {
+			t.Errorf("Main(%q) = %v, want %q", args, err, want)
+		}
+	}
+	if err := Main([]string{"testdata/ll_t32_i50.ep_bench.out", "-o", dir}, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "written as .svg or .png") {
+		t.Errorf("a folder as -o: %v", err)
+	}
+}
+
+// Impossible numbers are refused, naming the file and the line or the
+// sweep point, instead of the series being left out of the picture.
+func TestLoadRejectsImpossibleNumbers(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/ll_t32_i50.ep_bench.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := filepath.Join(dir, "nan.out")
+	if err := os.WriteFile(text, bytes.Replace(src, []byte("avg=30.56 us"), []byte("avg=nan us"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(text); !errors.Is(err, ErrUsage) || !strings.HasPrefix(fmt.Sprint(err), "plot: "+text+": report: malformed summary: line ") ||
+		!strings.Contains(fmt.Sprint(err), `impossible value "nan"`) {
+		t.Errorf("nan in a summary: %v", err)
+	}
+
+	sw := &report.Sweep{Varying: report.VaryTokens}
+	for i, tok := range []int{1, 8} {
+		r := &report.Result{Config: report.Config{Tokens: tok, TopK: 8, Experts: 256}}
+		r.Summary.Host.Dispatch.LatencyUS.Avg = 20
+		r.Summary.Host.Combine.LatencyUS.Avg = 30 - 40*float64(i)
+		sw.Points = append(sw.Points, report.SweepPoint{Tokens: tok, TopK: 8, Experts: 256, Result: r})
+	}
+	var b bytes.Buffer
+	if err := report.WriteSweepJSON(&b, sw); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "neg.json")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(path)
+	want := "plot: " + path + ": point 2 (tokens 8): host.combine.latency_us.avg = -10: impossible value"
+	if !errors.Is(err, ErrUsage) || fmt.Sprint(err) != want {
+		t.Errorf("a negative time in a sweep: %v, want %q", err, want)
+	}
+	if err := Main([]string{path, "-o", filepath.Join(dir, "p.svg")}, io.Discard); fmt.Sprint(err) != want {
+		t.Errorf("Main: %v, want %q", err, want)
 	}
 }
 
