@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/NVIDIA/go-nvml/pkg/dl"
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
@@ -30,25 +31,20 @@ var ErrNoCUDAExecutable = errors.New("CUDA executable not found")
 // cudaExecutable finds bin/epbench-cuda: $EPBENCH_CUDA_EXE, else beside this
 // executable.
 func cudaExecutable() (string, error) {
-	if p := os.Getenv(CUDAExeEnv); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%w: %s=%s", ErrNoCUDAExecutable, CUDAExeEnv, p)
-		}
-		return p, nil
-	}
-	self, err := os.Executable()
-	if err != nil {
+	p, from := os.Getenv(CUDAExeEnv), CUDAExeEnv+"="
+	if self, err := os.Executable(); p == "" && err != nil {
 		return "", fmt.Errorf("%w: %v", ErrNoCUDAExecutable, err)
+	} else if p == "" {
+		p, from = filepath.Join(filepath.Dir(self), "epbench-cuda"), ""
 	}
-	p := filepath.Join(filepath.Dir(self), "epbench-cuda")
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%w: %s (build it with `make build`)", ErrNoCUDAExecutable, p)
+		return "", fmt.Errorf("%w: %s%s (build it with `make build`)", ErrNoCUDAExecutable, from, p)
 	}
 	return p, nil
 }
 
-// handOver replaces this process with the CUDA executable, keeping argv and
-// the environment. It returns only on failure.
+// handOver replaces this process with the CUDA executable, keeping argv and the environment; it returns only on
+// failure. Without a loadable CUDA driver (the loader would say so once per rank) rank 0 says so and it exits.
 func handOver(args []string) error {
 	if os.Getenv(handoffEnv) != "" {
 		return Runtimef("%s does not hold the CUDA backend", os.Args[0])
@@ -56,6 +52,10 @@ func handOver(args []string) error {
 	exe, err := cudaExecutable()
 	if err != nil {
 		return Runtime(err)
+	}
+	if err := dl.New("libcuda.so.1", dl.RTLD_LAZY).Open(); err != nil {
+		reportUsage(Runtimef("the CUDA backend needs the NVIDIA driver, which cannot be loaded here (%v); --backend cpu runs without it", err))
+		os.Exit(ExitRuntime)
 	}
 	env := append(os.Environ(), handoffEnv+"=1")
 	argv := append([]string{exe}, args...)
@@ -72,9 +72,8 @@ func gpuCount() int {
 		return 0
 	}
 	defer nvml.Shutdown()
-	n, ret := nvml.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return 0
+	if n, ret := nvml.DeviceGetCount(); ret == nvml.SUCCESS {
+		return n
 	}
-	return n
+	return 0
 }

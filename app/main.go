@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/mpi"
+	"github.com/epbench/epbench/report"
+	"github.com/epbench/epbench/sidebyside"
 )
 
 // CUDA is what the CUDA executable adds to the common command.
@@ -84,16 +87,19 @@ func dispatch(args []string, opts Options) error {
 		return sweepCmd(rest, opts)
 	case "plot":
 		return plotCmd(rest)
-	case "":
-		return benchmark(args, opts)
-	default:
-		return Usagef("%s: unknown subcommand", sub)
 	}
+	switch {
+	case len(args) > 0 && args[0] == "help": // "help [COMMAND]" is "[COMMAND] --help"
+		return dispatch(append(args[1:len(args):len(args)], "--help"), opts)
+	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
+		return Usagef("%q: unknown command (commands: help, %s; flags alone run the benchmark)", args[0], strings.Join(config.Subcommands, ", "))
+	}
+	return benchmark(args, opts)
 }
 
 // parseRun parses the benchmark's flags, handling --help and --version.
 func parseRun(args []string) (*config.Config, bool, error) {
-	cfg, err := config.Parse(args, os.Getenv)
+	cfg, err := config.Parse(args, sidebyside.Getenv)
 	if errors.Is(err, config.ErrHelp) {
 		if mpi.LauncherRank() == 0 {
 			fmt.Print(config.Usage())
@@ -110,6 +116,9 @@ func parseRun(args []string) (*config.Config, bool, error) {
 		if err := cfg.CheckRanks(n); err != nil {
 			return nil, false, Usage(err)
 		}
+	}
+	if err := report.CheckOutputs(map[string]string{"--json": cfg.JSONPath}); err != nil {
+		return nil, false, Usage(err)
 	}
 	return cfg, false, nil
 }

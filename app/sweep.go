@@ -10,6 +10,7 @@ import (
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/mpi"
 	"github.com/epbench/epbench/report"
+	"github.com/epbench/epbench/sidebyside"
 )
 
 // sweepCmd runs `epbench sweep`.
@@ -20,7 +21,10 @@ func sweepCmd(args []string, opts Options) error {
 		}
 		return nil
 	}
-	sp, err := config.ParseSweep(args, os.Getenv)
+	sp, err := config.ParseSweep(args, sidebyside.Getenv)
+	if err == nil {
+		err = report.CheckOutputs(map[string]string{"--csv": sp.CSVPath, "--json": sp.Points[0].JSONPath})
+	}
 	if err != nil {
 		return Usage(err)
 	}

@@ -24,8 +24,7 @@ func routingCmd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return Usage(err)
 	}
-	ranks := max(ra.Ranks, 1)
-	idx, err := routing.TopK(ra.Tokens, ra.Experts, ra.TopK, routing.GenSeed(ra.Seed, ra.Rank, ranks, ra.RerouteIndex))
+	idx, err := routing.TopK(ra.Tokens, ra.Experts, ra.TopK, routing.GenSeed(ra.Seed, ra.Rank, max(ra.Ranks, 1), ra.RerouteIndex))
 	if err != nil {
 		return Usage(err)
 	}
@@ -39,26 +38,21 @@ func routingCmd(args []string, stdout io.Writer) error {
 // --run it runs the benchmarks first (package sidebyside).
 func compareCmd(args []string, stdout io.Writer) error {
 	if sidebyside.Requested(args) {
-		err := sidebyside.Main(args, sidebyside.Env{Stdout: stdout, Stderr: os.Stderr, GPUCount: gpuCount})
-		return withCode(err, sidebyside.IsUsage(err))
+		return withCode(sidebyside.Main(args, sidebyside.Env{Stdout: stdout, Stderr: os.Stderr, GPUCount: gpuCount}))
 	}
-	err := report.CompareCommand(args, stdout)
-	return withCode(err, errors.Is(err, report.ErrCompareUsage))
+	return withCode(report.CompareCommand(args, stdout))
 }
 
 // plotCmd draws latency against tokens (epbench plot).
-func plotCmd(args []string) error {
-	err := plot.Main(args, os.Stdout)
-	return withCode(err, errors.Is(err, plot.ErrUsage))
-}
+func plotCmd(args []string) error { return withCode(plot.Main(args, os.Stdout)) }
 
-// withCode gives a subcommand's error its exit code: 2 for a usage error,
-// else 1.
-func withCode(err error, usage bool) error {
+// withCode gives the error of compare, compare --run or plot its exit code:
+// 2 for a usage error, else 1.
+func withCode(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case usage:
+	case sidebyside.IsUsage(err), errors.Is(err, report.ErrCompareUsage), errors.Is(err, plot.ErrUsage):
 		return Usage(err)
 	}
 	return Runtime(err)
