@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building epbench needs, only where it is missing:
+#   - a C compiler and the C library headers (cgo), from the distribution;
 #   - Open MPI (headers, libmpi, mpirun) from the distribution;
 #   - when no CUDA toolkit is found at CUDA_HOME: the CUDA driver header, the
 #     libcuda link stub and the CUPTI headers, extracted from Debian's non-free
 #     (Ubuntu: multiverse) packages into a project-local prefix.
-# Idempotent and quiet when there is nothing to do. Never needs a GPU.
+# Idempotent and quiet when there is nothing to do: a second run changes
+# nothing. Never needs a GPU.
 #
 # Usage: scripts/deps.sh CUDA_HOME DEPS_PREFIX
+# EPBENCH_OS_RELEASE names another os-release file (for tests).
 set -euo pipefail
 
 cuda_home=${1:?CUDA_HOME}
@@ -27,6 +30,23 @@ apt_update() {
 	as_root apt-get update -qq >/dev/null
 	apt_updated=1
 }
+
+apt_install() {
+	command -v apt-get >/dev/null || die "$1 is missing and apt-get is not available: install $1"
+	say "installing $1"
+	shift
+	apt_update
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# cgo builds with $CC, else gcc; Debian's gcc only recommends the C library
+# headers, so a system without recommended packages may lack them.
+have_cc() { command -v "${CC:-gcc}" >/dev/null && { [ -n "${CC:-}" ] || [ -f /usr/include/stdlib.h ]; }; }
+
+if ! have_cc; then
+	apt_install "a C compiler (${CC:-gcc}) and the C library headers" gcc libc6-dev
+	have_cc || die "still no C compiler (${CC:-gcc}) after installing gcc"
+fi
 
 have_mpi() { command -v mpirun >/dev/null && command -v pkg-config >/dev/null && pkg-config --exists ompi; }
 
@@ -53,7 +73,7 @@ if cuda_complete "$cuda_home" || cupti_in_extras || cuda_complete "$prefix/cuda"
 fi
 
 command -v apt-get >/dev/null || die "no CUDA toolkit at CUDA_HOME=$cuda_home and apt-get is not available: set CUDA_HOME to a toolkit"
-. /etc/os-release
+. "${EPBENCH_OS_RELEASE:-/etc/os-release}"
 case "${ID:-}" in
 debian)
 	uri=http://deb.debian.org/debian
@@ -66,10 +86,19 @@ ubuntu)
 *) die "no CUDA toolkit at CUDA_HOME=$cuda_home, and ${ID:-this system} is neither Debian nor Ubuntu: set CUDA_HOME to a toolkit" ;;
 esac
 
-if ! apt-cache policy nvidia-cuda-dev 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+# Whether apt offers the CUDA driver header package. The output is read
+# whole first: grep -q stops at the first match, and under pipefail the
+# SIGPIPE apt-cache then gets would read as "no candidate".
+have_candidate() {
+	local policy
+	policy=$(apt-cache policy nvidia-cuda-dev 2>/dev/null) || return 1
+	[[ $policy =~ Candidate:\ [0-9] ]]
+}
+
+if ! have_candidate; then
 	apt_update
 fi
-if ! apt-cache policy nvidia-cuda-dev 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+if ! have_candidate; then
 	say "enabling the $component component for the CUDA driver headers"
 	list=/etc/apt/sources.list.d/epbench-$component.sources
 	printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: %s\nSigned-By: %s\n' \
