@@ -23,7 +23,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	t.Setenv("HPCX_HOME", "")
 	dir := t.TempDir()
-	for _, name := range []string{"fake_ep_bench.sh", "fake_ep_bench_fail.sh", "ll_t128_i50.ep_bench.out"} {
+	for _, name := range []string{"fake_ep_bench.sh", "fake_ep_bench_fail.sh", "fake_ep_bench_after_summary.sh", "ll_t128_i50.ep_bench.out"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o755))
@@ -47,6 +47,9 @@ func TestExitCodes(t *testing.T) {
 		{"library path list", []string{"--ep-lib", "nccl-ep", "--dry-run", "--nccl-ep-bench", ok, "--nccl-lib-path", "/x:/tmp/evil"}, app.ExitUsage},
 		{"fp8 with nccl-ep", []string{"--ep-lib", "both", "--dry-run", "--nccl-ep-bench", ok, "--dispatch-dtype", "fp8_e4m3"}, app.ExitUsage},
 		{"dry run", []string{"--ep-lib", "both", "--dry-run", "--nccl-ep-bench", ok}, app.ExitOK},
+		{"dry run of every program", []string{"--ep-lib", "all", "--dry-run"}, app.ExitOK},
+		{"a program not installed", []string{"--ep-lib", "mscclpp-cpp"}, app.ExitUsage},
+		{"combine mode for nccl-ep", []string{"--ep-lib", "all", "--dry-run", "--combine-mode", "direct_send"}, app.ExitUsage},
 	} {
 		code := app.Main(append(append([]string{}, common...), tc.args...), app.Options{})
 		assert.Equal(t, tc.code, code, tc.name)
@@ -58,4 +61,6 @@ func TestExitCodes(t *testing.T) {
 	launch := append(append([]string{}, common...), "--mpirun-args", "--oversubscribe", "--ep-lib", "both")
 	assert.Equal(t, app.ExitOK, app.Main(append(launch, "--nccl-ep-bench", ok), app.Options{}), "both produced a summary")
 	assert.Equal(t, app.ExitRuntime, app.Main(append(launch, "--nccl-ep-bench", fail), app.Options{}), "one program failed")
+	assert.Equal(t, app.ExitRuntime, app.Main(append(launch, "--nccl-ep-bench", filepath.Join(dir, "fake_ep_bench_after_summary.sh")),
+		app.Options{}), "one program failed after its summary")
 }

@@ -25,7 +25,8 @@ func fakes(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{"fake_ep_bench.sh", "fake_ep_bench_fail.sh", "fake_ep_bench_nosummary.sh",
-		"ll_t128_i50.ep_bench.out"} {
+		"fake_ep_bench_after_summary.sh", "fake_python.sh", "fake_mscclpp_ep_bench.sh",
+		"ll_t128_i50.ep_bench.out", "seed_inproc.out"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o755))

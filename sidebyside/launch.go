@@ -83,8 +83,15 @@ func hpcxEnv(env *environment, dir string) {
 // options (one rank per slot, no binding, ob1 over shared memory and TCP,
 // no HCOLL or UCC collectives), -x for every variable the ranks need, then
 // the argv of every rank. hf is nil on this node alone.
+// A standalone program's command is its own launch with the same
+// NCCL_NVLS_ENABLE=0, without mpirun or HPC-X.
 func (o *Options) command(p Program, hf *hostfile, lookup func(string) (string, bool)) Command {
 	env := newEnvironment(lookup)
+	if s, ok := p.(standalone); ok {
+		env.set("NCCL_NVLS_ENABLE", "0")
+		argv := s.Launch(o, env)
+		return Command{Env: env.assignments(), Argv: argv}
+	}
 	if o.HPCX != "" {
 		hpcxEnv(env, o.HPCX)
 	}

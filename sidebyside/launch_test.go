@@ -44,14 +44,14 @@ func TestCommandsSingleNode(t *testing.T) {
 	fixedEnv(t)
 	asRoot(t, false)
 	_, cmds := commandsFor(t, "--ep-lib", "both", "--nproc-per-node", "4", "--epbench", "/opt/epbench/bin/epbench",
-		"--nccl-ep-bench", ncclBench, "-t", "32", "-e", "64", "-i", "200", "--epbench-args", "--combine-mode direct_send")
+		"--nccl-ep-bench", ncclBench, "-t", "32", "-e", "64", "-i", "200", "--epbench-args", "--protocol fenced")
 	problem := []string{"-a", "ll", "-L", "em", "-t", "32", "-d", "7168", "-k", "8", "-e", "64", "-w", "10", "-i", "200"}
 
 	ep := cmds["epbench"]
 	assert.Equal(t, []string{"NCCL_NVLS_ENABLE=0"}, ep.Env)
 	assert.Equal(t, concat(mpiPrefix("4", "4"),
 		[]string{"-x", "LD_LIBRARY_PATH", "-x", "PATH", "-x", "NCCL_NVLS_ENABLE", "/opt/epbench/bin/epbench"},
-		problem, []string{"--dispatch-dtype", "bf16", "--combine-mode", "direct_send"}), ep.Argv)
+		problem, []string{"--dispatch-dtype", "bf16", "--combine-mode", "rank_local_reduce", "--protocol", "fenced"}), ep.Argv)
 
 	nccl := cmds["nccl-ep"]
 	assert.Equal(t, []string{
@@ -156,7 +156,7 @@ func TestDryRunPrintsCommands(t *testing.T) {
 
 ########## ep-lib=epbench ##########
 $ env NCCL_NVLS_ENABLE=0 ` + mpi + ` -x LD_LIBRARY_PATH -x PATH -x NCCL_NVLS_ENABLE '/opt/my epbench/epbench' ` +
-		problem + ` --dispatch-dtype bf16
+		problem + ` --dispatch-dtype bf16 --combine-mode rank_local_reduce
 
 ########## ep-lib=nccl-ep ##########
 $ env NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=/opt/nccl/build/lib:/usr/lib/mpi CUDA_HOME=/usr/local/cuda-13.0 ` +

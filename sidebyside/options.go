@@ -49,6 +49,24 @@ type Options struct {
 	NCCLEPBench string   // NCCL-EP's ep_bench
 	NCCLLibPath string   // libnccl.so and libnccl_ep.so for ep_bench
 
+	// The seed driver's pass-through options, for the programs that take
+	// them. CombineModeSet and NumBlocks > 0 say they were given.
+	CombineMode    string // rank_local_reduce or direct_send
+	CombineModeSet bool
+	NumBlocks      int // 0: each program's default
+	CUPTIInproc    bool
+	TorchProfiler  bool
+	HCA            string // MSCCL++'s IB devices, comma-separated
+
+	// MSCCL++'s benchmarks: the Python one (run by Python through torchrun)
+	// and the C++ one, with the Conda environment it may run in ("" for
+	// none) and the CUPTI library folder found for them ("" for none).
+	MSCCLPPBench    string
+	Python          string
+	CondaEnv        string
+	MSCCLPPCppBench string
+	CUPTILib        string
+
 	KernelOnly bool
 	JSONPath   string
 	DryRun     bool
@@ -101,6 +119,7 @@ func Requested(args []string) bool {
 var (
 	hostPattern  = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:-]*$`)
 	ifacePattern = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:-]*$`)
+	hcaPattern   = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._-]*(,[0-9A-Za-z][0-9A-Za-z._-]*)*$`)
 )
 
 const (
@@ -114,18 +133,25 @@ var hpcxPattern = "/opt/hpcx-*"
 
 // flags holds the raw command line before checks.
 type flags struct {
-	run                   bool
-	epLib                 string
-	nodes, iface, hpcx    string
-	mpirun, mpirunArgs    string
-	epbench, epbenchArgs  string
-	ncclEPBench, ncclLib  string
-	jsonPath              string
-	kernelOnly, dryRun    bool
-	help                  bool
-	problem               config.Config // the problem fields only
-	ranksPerNode          int
-	ranksPerNodeSetByUser bool
+	run                       bool
+	epLib                     string
+	nodes, iface, hpcx, hca   string
+	mpirun, mpirunArgs        string
+	epbench, epbenchArgs      string
+	ncclEPBench, ncclLib      string
+	mscclppBench, python      string
+	condaPrefix, condaEnv     string
+	mscclppCppBench           string
+	combineMode               string
+	numBlocks                 int
+	cuptiInproc, torchProfile bool
+	jsonPath                  string
+	kernelOnly, dryRun        bool
+	help                      bool
+	problem                   config.Config // the problem fields only
+	ranksPerNode              int
+	ranksPerNodeSetByUser     bool
+	combineModeSetByUser      bool
 }
 
 // newFlagSet defines the flags of "compare --run": the problem flags are
@@ -134,8 +160,17 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs := config.NewFlagSet("compare --run")
 	config.BindSwitch(fs, &f.run, "run", "", "run the benchmarks instead of reading files")
 	fs.StringVar(&f.epLib, "ep-lib", "", "`LIBS` to run: "+strings.Join(programNames(), ", ")+
-		", both (= epbench,nccl-ep), or a comma-separated list")
+		", both (= epbench,nccl-ep; the seed driver's both is mscclpp,nccl-ep), all (the four), or a comma-separated list")
 	config.BindProblem(fs, &f.problem)
+	fs.StringVar(&f.combineMode, "combine-mode", "rank_local_reduce", "combine `MODE`: rank_local_reduce or direct_send "+
+		"(epbench, mscclpp, mscclpp-cpp; nccl-ep has no such option)")
+	config.BindCount(fs, &f.numBlocks, "num-blocks", "", true, math.MaxInt32,
+		"thread blocks `N` per dispatch/combine kernel (epbench: default automatic; mscclpp and mscclpp-cpp: default "+
+			strconv.Itoa(mscclppBlocks)+", from ranks+2 to "+strconv.Itoa(mscclppBlocks)+"; nccl-ep has no such option)")
+	config.BindSwitch(fs, &f.cuptiInproc, "cupti-inproc", "", "MSCCL++'s in-process CUPTI kernel timing (mscclpp: "+
+		"--cupti-inproc, mscclpp-cpp: --kernel-timing); epbench and nccl-ep always time kernels so")
+	config.BindSwitch(fs, &f.torchProfile, "torch-profiler", "", "mscclpp: the torch.profiler kernel pass "+
+		"(otherwise it runs --no-kernel-timing unless --cupti-inproc or --kernel-only)")
 	config.BindCount(fs, &f.ranksPerNode, "nproc-per-node", "", true, math.MaxInt32,
 		"ranks (GPUs) per node (default: this node's GPU count)")
 	fs.StringVar(&f.nodes, "nodes", "", "`HOSTS` to run on, names or IPs separated by spaces, e.g. \"h1 h2\" (default: this node only)")
@@ -145,10 +180,18 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.mpirunArgs, "mpirun-args", "", "mpirun options `ARGS` to add, split at white space (e.g. \"--oversubscribe\")")
 	fs.StringVar(&f.epbench, "epbench", "", "epbench executable `PATH` (default: this one)")
 	fs.StringVar(&f.epbenchArgs, "epbench-args", "", "epbench flags `ARGS` to add, split at white space (e.g. \"--backend cpu\")")
-	fs.StringVar(&f.ncclEPBench, "nccl-ep-bench", "", "NCCL-EP ep_bench `PATH` (default: $NCCL_EP_BENCH)")
+	fs.StringVar(&f.ncclEPBench, "nccl-ep-bench", "", "NCCL-EP ep_bench `PATH` (default: $NCCL_EP_BENCH, else ep_bench in PATH)")
 	fs.StringVar(&f.ncclLib, "nccl-lib-path", "", "`DIR` with libnccl.so and libnccl_ep.so, put first on ep_bench's "+
 		"LD_LIBRARY_PATH (default: $NCCL_LIB_PATH, else the lib folder of ep_bench's build tree)")
-	config.BindSwitch(fs, &f.kernelOnly, "kernel-only", "", "lead the table with kernel-only times")
+	fs.StringVar(&f.mscclppBench, "mscclpp-bench", "", "MSCCL++'s Python benchmark `PATH` (default: "+mscclppScript+" in PATH)")
+	fs.StringVar(&f.python, "python", "", "Python `PATH` that runs it through torchrun (default: python3 in PATH)")
+	fs.StringVar(&f.condaPrefix, "conda-prefix", "", "Conda install `DIR`, for --conda-env")
+	fs.StringVar(&f.condaEnv, "conda-env", "", "Conda environment `NAME` with PyTorch and MSCCL++: its bin/python "+
+		"runs the Python benchmark, its bin first on PATH")
+	fs.StringVar(&f.mscclppCppBench, "mscclpp-cpp-bench", "", "MSCCL++'s C++ benchmark `PATH` (default: "+mscclppCppExe+" in PATH)")
+	fs.StringVar(&f.hca, "hca", "", "MSCCL++'s IB `DEVICES`, comma-separated (MSCCLPP_HCA_DEVICES)")
+	config.BindSwitch(fs, &f.kernelOnly, "kernel-only", "", "lead the table with kernel-only times, then the seed's "+
+		"representative rows (the minimum over ranks); MSCCL++'s benchmarks time their kernels as with --cupti-inproc")
 	fs.StringVar(&f.jsonPath, "json", "", "also write every backend's parsed result to `FILE` (not with --dry-run)")
 	config.BindSwitch(fs, &f.dryRun, "dry-run", "", "print the commands and run nothing")
 	config.BindSwitch(fs, &f.help, "help", "h", "print this help and exit")
@@ -162,17 +205,30 @@ func Usage() string {
 	b.WriteString(`usage: epbench compare --run --ep-lib LIBS [flags]
 
 Runs the same low-latency problem on several EP benchmarks, one after the
-other under mpirun, streams each one's output under a banner, then prints
-one table of their summaries (as "epbench compare FILE..." does) and, for
-two, the host D+C ratio. Exits 1 if any backend failed or printed no
-summary, 2 on a bad flag or value.
+other (under mpirun; mscclpp through torchrun), streams each one's output
+under a banner, then prints one table of their summaries (as "epbench
+compare FILE..." does) and, for two, the host D+C ratio. A backend that
+fails after printing its summary stays in the table, marked with a *.
+Exits 1 if any backend failed or printed no summary, 2 on a bad flag or
+value.
 
 Flags:
 `)
 	b.WriteString(fs.FlagUsagesWrapped(100))
 	b.WriteString(`
+Programs: epbench runs under mpirun; nccl-ep is NCCL-EP's ep_bench (-a ll -L em ...)
+under mpirun; mscclpp is MSCCL++'s Python benchmark (ep_bench_ll.py), run by
+Python through torchrun on this node; mscclpp-cpp is its C++ benchmark
+(mscclpp_ep_bench) under mpirun. A program not given by its flag is looked up
+in PATH; without --dry-run a missing one is an error before anything starts.
+With --cupti-inproc or --kernel-only the Python benchmark loads
+build/libcupti_kernel_timer.so beside it (build it from cupti_kernel_timer.cpp
+first); CUPTI's library folder, where one is found under $CUDA_HOME, is put on
+the MSCCL++ programs' LD_LIBRARY_PATH.
+
 Environment: NCCL_EP_BENCH and NCCL_LIB_PATH stand in for --nccl-ep-bench and
---nccl-lib-path; HPCX_HOME names HPC-X for --hpcx auto; every launch sets
+--nccl-lib-path; HPCX_HOME names HPC-X for --hpcx auto; CUDA_HOME is where
+CUPTI is looked for (default /usr/local/cuda); every launch sets
 NCCL_NVLS_ENABLE=0.
 `)
 	return b.String()
@@ -207,6 +263,7 @@ func Parse(args []string, env Env) (*Options, error) {
 		return nil, usageErr("--run", "must be true here; leave it out to compare files")
 	}
 	f.ranksPerNodeSetByUser = fs.Changed("nproc-per-node")
+	f.combineModeSetByUser = fs.Changed("combine-mode")
 	return f.resolve(env)
 }
 
@@ -215,7 +272,12 @@ func (f *flags) resolve(env Env) (*Options, error) {
 	if mpi.UnderLauncher() {
 		return nil, usageErr("compare --run", "starts mpirun itself; run it directly, not under mpirun")
 	}
-	o := &Options{Problem: problemOf(&f.problem), KernelOnly: f.kernelOnly, JSONPath: f.jsonPath, DryRun: f.dryRun}
+	o := &Options{Problem: problemOf(&f.problem), KernelOnly: f.kernelOnly, JSONPath: f.jsonPath, DryRun: f.dryRun,
+		CombineMode: f.combineMode, CombineModeSet: f.combineModeSetByUser, NumBlocks: f.numBlocks,
+		CUPTIInproc: f.cuptiInproc, TorchProfiler: f.torchProfile}
+	if f.combineMode != "rank_local_reduce" && f.combineMode != "direct_send" {
+		return nil, usageErr("--combine-mode", "unknown value %q (want rank_local_reduce or direct_send)", f.combineMode)
+	}
 	var err error
 	if o.Libs, err = parseLibs(f.epLib); err != nil {
 		return nil, err
@@ -227,6 +289,10 @@ func (f *flags) resolve(env Env) (*Options, error) {
 		return nil, usageErr("--iface", "%q is not a network interface name", f.iface)
 	}
 	o.Iface = f.iface
+	if f.hca != "" && !hcaPattern.MatchString(f.hca) {
+		return nil, usageErr("--hca", "%q is not a comma-separated list of device names", f.hca)
+	}
+	o.HCA = f.hca
 
 	o.RanksPerNode = f.ranksPerNode
 	if !f.ranksPerNodeSetByUser {
@@ -274,18 +340,92 @@ func (f *flags) resolve(env Env) (*Options, error) {
 	if o.NCCLLibPath != "" && strings.ContainsAny(o.NCCLLibPath, ":\n") {
 		return nil, usageErr("--nccl-lib-path", "must be one directory, got %q", o.NCCLLibPath)
 	}
+	o.MSCCLPPBench, o.MSCCLPPCppBench = f.mscclppBench, f.mscclppCppBench
+	if o.Python, o.CondaEnv, err = resolveConda(f.python, f.condaPrefix, f.condaEnv); err != nil {
+		return nil, err
+	}
+	if err := o.checkPassThrough(); err != nil {
+		return nil, err
+	}
 
 	for _, name := range o.Libs {
 		if err := programs[name].Prepare(o); err != nil {
 			return nil, err
 		}
 	}
-	if !o.DryRun {
+	if !o.DryRun && o.mpirunLaunches() {
 		if err := checkExecutable("--mpirun", o.MPIRun); err != nil {
 			return nil, err
 		}
 	}
 	return o, nil
+}
+
+// checkPassThrough refuses the seed driver's options that no program run
+// here takes, or that one of them cannot take.
+func (o *Options) checkPassThrough() error {
+	takes := func(names ...string) bool {
+		for _, n := range names {
+			if o.uses(n) {
+				return true
+			}
+		}
+		return false
+	}
+	if o.uses("nccl-ep") {
+		switch {
+		case o.CombineModeSet:
+			return usageErr("--combine-mode", "cannot be given to nccl-ep: its ep_bench has no such option")
+		case o.NumBlocks > 0:
+			return usageErr("--num-blocks", "cannot be given to nccl-ep: its ep_bench has no such option")
+		}
+	}
+	switch {
+	case o.CUPTIInproc && !takes("mscclpp", "mscclpp-cpp"):
+		return usageErr("--cupti-inproc", "only mscclpp and mscclpp-cpp take it (epbench and nccl-ep always time kernels in process)")
+	case o.TorchProfiler && !o.uses("mscclpp"):
+		return usageErr("--torch-profiler", "only mscclpp takes it")
+	case o.HCA != "" && !takes("mscclpp", "mscclpp-cpp"):
+		return usageErr("--hca", "only mscclpp and mscclpp-cpp take it")
+	}
+	return nil
+}
+
+// mpirunLaunches reports whether some program runs under mpirun.
+func (o *Options) mpirunLaunches() bool {
+	for _, l := range o.Libs {
+		if _, own := programs[l].(standalone); !own {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveConda picks the Python of the MSCCL++ benchmark: --python ("" for
+// the default), or the bin/python of a Conda environment (the base one is
+// the install itself); the environment's folder is returned too, "" for
+// none.
+func resolveConda(python, prefix, env string) (string, string, error) {
+	switch {
+	case env == "" && prefix != "":
+		return "", "", usageErr("--conda-prefix", "needs --conda-env")
+	case env == "":
+		return python, "", nil
+	case prefix == "":
+		return "", "", usageErr("--conda-env", "needs --conda-prefix (the Conda install)")
+	case python != "":
+		return "", "", usageErr("--python", "cannot be given with --conda-env, whose bin/python runs the benchmark")
+	case strings.ContainsAny(env, "/\x00") || env == "." || env == "..":
+		return "", "", usageErr("--conda-env", "%q is not an environment name", env)
+	}
+	dir := filepath.Join(prefix, "envs", env)
+	if env == "base" {
+		dir = prefix
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return filepath.Join(dir, "bin", "python"), dir, nil
 }
 
 func (o *Options) uses(lib string) bool {
@@ -306,21 +446,29 @@ func firstSet(values ...string) string {
 	return ""
 }
 
-// parseLibs reads --ep-lib: names, "both", comma-separated, no repeats.
+// libGroups are the names that stand for several programs: both is
+// epbench and nccl-ep (the seed driver's both is mscclpp and nccl-ep, which
+// "mscclpp,nccl-ep" runs), all is every program.
+var libGroups = map[string][]string{
+	"both": {"epbench", "nccl-ep"},
+	"all":  {"epbench", "nccl-ep", "mscclpp", "mscclpp-cpp"},
+}
+
+// parseLibs reads --ep-lib: names, both or all, comma-separated, no repeats.
 func parseLibs(s string) ([]string, error) {
 	if s == "" {
-		return nil, usageErr("--ep-lib", "required: %s, both, or a comma-separated list", strings.Join(programNames(), ", "))
+		return nil, usageErr("--ep-lib", "required: %s, both, all, or a comma-separated list", strings.Join(programNames(), ", "))
 	}
 	var libs []string
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
 		names := []string{part}
-		if part == "both" {
-			names = []string{"epbench", "nccl-ep"}
+		if g, ok := libGroups[part]; ok {
+			names = g
 		}
 		for _, n := range names {
 			if _, ok := programs[n]; !ok {
-				return nil, usageErr("--ep-lib", "unknown library %q (want %s or both)", part, strings.Join(programNames(), ", "))
+				return nil, usageErr("--ep-lib", "unknown library %q (want %s, both or all)", part, strings.Join(programNames(), ", "))
 			}
 			if seen[n] {
 				return nil, usageErr("--ep-lib", "%s is listed twice", n)

@@ -121,10 +121,11 @@ func TestParseRejects(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "--ep-lib: required: epbench, nccl-ep, both, or a comma-separated list"},
-		{[]string{"--ep-lib", "mscclpp"}, `--ep-lib: unknown library "mscclpp" (want epbench, nccl-ep or both)`},
-		{[]string{"--ep-lib", "epbench;id"}, `--ep-lib: unknown library "epbench;id" (want epbench, nccl-ep or both)`},
+		{[]string{}, "--ep-lib: required: epbench, mscclpp, mscclpp-cpp, nccl-ep, both, all, or a comma-separated list"},
+		{[]string{"--ep-lib", "mscclpp-py"}, `--ep-lib: unknown library "mscclpp-py" (want epbench, mscclpp, mscclpp-cpp, nccl-ep, both or all)`},
+		{[]string{"--ep-lib", "epbench;id"}, `--ep-lib: unknown library "epbench;id" (want epbench, mscclpp, mscclpp-cpp, nccl-ep, both or all)`},
 		{[]string{"--ep-lib", "both,epbench"}, "--ep-lib: epbench is listed twice"},
+		{[]string{"--ep-lib", "all,mscclpp"}, "--ep-lib: mscclpp is listed twice"},
 		{[]string{"--ep-lib", "epbench", "a.out"}, `"a.out": unexpected argument: --run takes no summary files`},
 		{[]string{"--ep-lib", "epbench", "--run=false"}, "--run: must be true here; leave it out to compare files"},
 		{[]string{"--ep-lib", "epbench", "--bogus"}, "--bogus: unknown flag"},
@@ -172,13 +173,15 @@ func TestParseRejects(t *testing.T) {
 		{[]string{"--ep-lib", "epbench", "--mpirun", bench, "--epbench", dir}, "--epbench: " + dir + " is not an executable file"},
 
 		// What a program cannot run.
-		{[]string{"--ep-lib", "nccl-ep"}, "--nccl-ep-bench: required for --ep-lib nccl-ep (or set NCCL_EP_BENCH)"},
+		{[]string{"--ep-lib", "nccl-ep", "--mpirun", bench}, "--nccl-ep-bench: not given, and ep_bench is not in PATH"},
+		{[]string{"--ep-lib", "nccl-ep", "--mpirun", bench, "--nccl-ep-bench", "my_ep_bench"}, "--nccl-ep-bench: my_ep_bench is not in PATH"},
+		{[]string{"--ep-lib", "nccl-ep", "--dry-run"}, ""},
 		{[]string{"--ep-lib", "nccl-ep", "--nccl-ep-bench", "/no/such/ep_bench", "--dry-run"}, ""},
 		{[]string{"--ep-lib", "nccl-ep", "--nccl-ep-bench", "/no/such/ep_bench", "--mpirun", bench}, "--nccl-ep-bench: stat /no/such/ep_bench: no such file or directory"},
 		{[]string{"--ep-lib", "both", "--nccl-ep-bench", bench, "--dispatch-dtype", "fp8_e4m3"},
 			"--dispatch-dtype: fp8_e4m3 cannot be compared with nccl-ep: its ep_bench command runs BF16 dispatch"},
 		{[]string{"--ep-lib", "epbench", "--dispatch-dtype", "fp8_e4m3", "--dry-run"}, ""},
-		{[]string{"--ep-lib", "epbench", "-L", "rm"}, "--ep-lib=epbench: cannot run this problem: --layout: rank-major layout is not implemented yet"},
+		{[]string{"--ep-lib", "epbench", "-L", "fl"}, "--ep-lib=epbench: cannot run this problem: --layout: flat layout belongs to high-throughput mode, which is not supported"},
 		{[]string{"--ep-lib", "epbench", "--nproc-per-node", "512", "-e", "512"}, "--ep-lib=epbench: cannot run this problem: ranks: must be at most 256, got 512"},
 		{[]string{"--ep-lib", "epbench", "--epbench-args", "-t 64"}, "--epbench-args: changes --num-tokens, which every backend shares; give -t to compare --run instead"},
 		{[]string{"--ep-lib", "epbench", "--epbench-args", "--dispatch-dtype=fp8_e4m3"}, "--epbench-args: changes --dispatch-dtype, which every backend shares; give --dispatch-dtype to compare --run instead"},

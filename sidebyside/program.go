@@ -2,9 +2,11 @@ package sidebyside
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/epbench/epbench/config"
 )
@@ -20,10 +22,19 @@ type Program interface {
 	Rank(o *Options, env *environment) []string
 }
 
+// standalone is a Program that starts its ranks itself instead of under
+// mpirun: Launch returns the whole command, and the variables it sets in
+// env are set for it.
+type standalone interface {
+	Launch(o *Options, env *environment) []string
+}
+
 // programs are the benchmarks by their --ep-lib name.
 var programs = map[string]Program{
-	"epbench": epbenchProgram{},
-	"nccl-ep": ncclEPProgram{},
+	"epbench":     epbenchProgram{},
+	"nccl-ep":     ncclEPProgram{},
+	"mscclpp":     mscclppProgram{},
+	"mscclpp-cpp": mscclppCppProgram{},
 }
 
 func programNames() []string {
@@ -62,11 +73,73 @@ func absProgram(path string) string {
 	return path
 }
 
+// locate resolves a program given by flag (path, "" for the default name
+// def): a path is made absolute, a name is looked up in PATH (for a script,
+// script set, any readable file; else an executable). Without dryRun the
+// program must be there; with it, a name not found stays the name, to be
+// printed.
+func locate(flag, path, def string, script, dryRun bool) (string, error) {
+	name := firstSet(path, def)
+	if strings.Contains(name, "/") {
+		name = absProgram(name)
+		if dryRun {
+			return name, nil
+		}
+		if script {
+			return name, checkFile(flag, name)
+		}
+		return name, checkExecutable(flag, name)
+	}
+	found, err := lookPath(name)
+	if script {
+		found, err = lookFile(name)
+	}
+	switch {
+	case err == nil:
+		return found, nil
+	case dryRun:
+		return name, nil
+	case path == "":
+		return "", usageErr(flag, "not given, and %s is not in PATH", name)
+	}
+	return "", usageErr(flag, "%s is not in PATH", name)
+}
+
+// lookFile finds a regular file named name in PATH, as a shell finds a
+// command but without needing it to be executable.
+func lookFile(name string) (string, error) {
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return filepath.Abs(p)
+		}
+	}
+	return "", os.ErrNotExist
+}
+
+// checkFile refuses a path that is not a regular file.
+func checkFile(flag, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return usageErr(flag, "%v", err)
+	}
+	if !st.Mode().IsRegular() {
+		return usageErr(flag, "%s is not a file", path)
+	}
+	return nil
+}
+
 // epbenchProgram is epbench itself.
 type epbenchProgram struct{}
 
 func (epbenchProgram) args(o *Options, extra bool) []string {
-	args := append(problemArgs(&o.Problem), "--dispatch-dtype", o.Problem.DispatchDtype)
+	args := append(problemArgs(&o.Problem), "--dispatch-dtype", o.Problem.DispatchDtype, "--combine-mode", o.CombineMode)
+	if o.NumBlocks > 0 {
+		args = append(args, "--num-blocks", strconv.Itoa(o.NumBlocks))
+	}
 	if extra {
 		args = append(args, o.EpbenchArgs...)
 	}
@@ -109,6 +182,8 @@ func (p epbenchProgram) Prepare(o *Options) error {
 		{"--num-warmup", full.Warmup == shared.Warmup, "-w"},
 		{"--num-iters", full.Iters == shared.Iters, "-i"},
 		{"--dispatch-dtype", full.DispatchDtype == shared.DispatchDtype, "--dispatch-dtype"},
+		{"--combine-mode", full.CombineMode == shared.CombineMode, "--combine-mode"},
+		{"--num-blocks", o.NumBlocks == 0 || full.NumBlocks == shared.NumBlocks, "--num-blocks"},
 	} {
 		if !f.same {
 			return usageErr("--epbench-args", "changes %s, which every backend shares; give %s to compare --run instead", f.name, f.sharedSet)
@@ -130,21 +205,22 @@ func (p epbenchProgram) Rank(o *Options, _ *environment) []string {
 type ncclEPProgram struct{}
 
 func (ncclEPProgram) Prepare(o *Options) error {
-	if o.NCCLEPBench == "" {
-		return usageErr("--nccl-ep-bench", "required for --ep-lib nccl-ep (or set NCCL_EP_BENCH)")
-	}
 	if o.Problem.DispatchDtype != "bf16" {
 		return usageErr("--dispatch-dtype", "%s cannot be compared with nccl-ep: its ep_bench command runs BF16 dispatch", o.Problem.DispatchDtype)
 	}
-	o.NCCLEPBench = absProgram(o.NCCLEPBench)
-	if o.NCCLLibPath == "" {
-		// <build>/test/nccl_ep/ep_bench -> <build>/lib
-		o.NCCLLibPath = filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(o.NCCLEPBench))), "lib")
-	} else if abs, err := filepath.Abs(o.NCCLLibPath); err == nil {
-		o.NCCLLibPath = abs
+	bench, err := locate("--nccl-ep-bench", o.NCCLEPBench, "ep_bench", false, o.DryRun)
+	if err != nil {
+		return err
 	}
-	if !o.DryRun {
-		return checkExecutable("--nccl-ep-bench", o.NCCLEPBench)
+	o.NCCLEPBench = bench
+	switch {
+	case o.NCCLLibPath != "":
+		if abs, err := filepath.Abs(o.NCCLLibPath); err == nil {
+			o.NCCLLibPath = abs
+		}
+	case strings.Contains(bench, "/"):
+		// <build>/test/nccl_ep/ep_bench -> <build>/lib
+		o.NCCLLibPath = filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(bench))), "lib")
 	}
 	return nil
 }
@@ -153,7 +229,9 @@ func (ncclEPProgram) Prepare(o *Options) error {
 // first on the library path, sockets instead of IB and net plugins, and
 // multi-node NVLink only across nodes.
 func (ncclEPProgram) Rank(o *Options, env *environment) []string {
-	env.prepend("LD_LIBRARY_PATH", o.NCCLLibPath)
+	if o.NCCLLibPath != "" {
+		env.prepend("LD_LIBRARY_PATH", o.NCCLLibPath)
+	}
 	cudaHome, ok := env.get("CUDA_HOME")
 	if !ok || cudaHome == "" {
 		cudaHome = "/usr/local/cuda"

@@ -45,7 +45,7 @@ func TestRunTwoPrograms(t *testing.T) {
 
 	// Both ranks of each launch started with the forwarded environment.
 	assert.Contains(t, errOut, "fake ep_bench rank 1: NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH="+filepath.Join(dir, "lib")+":/usr/lib/mpi")
-	assert.Contains(t, errOut, "rank 0: NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=/usr/lib/mpi args: -a ll -L em -t 128 -d 7168 -k 8 -e 256 -w 10 -i 50 --dispatch-dtype bf16\n")
+	assert.Contains(t, errOut, "rank 0: NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=/usr/lib/mpi args: -a ll -L em -t 128 -d 7168 -k 8 -e 256 -w 10 -i 50 --dispatch-dtype bf16 --combine-mode rank_local_reduce\n")
 	assert.NotContains(t, errOut, "warning")
 
 	b, err := os.ReadFile(jsonPath)

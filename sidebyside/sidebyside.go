@@ -65,15 +65,18 @@ func dryRun(o *Options, w io.Writer) error {
 
 // result is one program's entry in the --json file.
 type result struct {
-	EPLib    string          `json:"ep_lib"`
-	Env      []string        `json:"env"`
-	Argv     []string        `json:"argv"`
-	ExitCode int             `json:"exit_code"`
-	OK       bool            `json:"ok"`
-	Error    string          `json:"error,omitempty"`
-	Format   string          `json:"format,omitempty"`
-	Config   *report.Config  `json:"config,omitempty"`
-	Summary  *report.Summary `json:"summary,omitempty"`
+	EPLib    string   `json:"ep_lib"`
+	Env      []string `json:"env"`
+	Argv     []string `json:"argv"`
+	ExitCode int      `json:"exit_code"`
+	OK       bool     `json:"ok"`
+	// InTable: its summary is in the table (also when it failed after
+	// printing it, marked there).
+	InTable bool            `json:"in_table"`
+	Error   string          `json:"error,omitempty"`
+	Format  string          `json:"format,omitempty"`
+	Config  *report.Config  `json:"config,omitempty"`
+	Summary *report.Summary `json:"summary,omitempty"`
 }
 
 // runFile is the --json file.
@@ -108,6 +111,7 @@ func run(o *Options, env Env) error {
 
 	var (
 		parsed      []*report.Parsed
+		notes       []string
 		results     []result
 		failed      []string
 		interrupted bool
@@ -119,16 +123,21 @@ func run(o *Options, env Env) error {
 		out, intr := execute(c, env.Stdout, env.Stderr)
 		res := result{EPLib: name, Env: c.Env, Argv: c.Argv, ExitCode: out.exitCode}
 		p, why := judge(out)
+		res.OK, res.InTable = why == "", p != nil
 		if why != "" {
 			res.Error = why
 			failed = append(failed, name)
-			warn(env.Stderr, name, why, out)
-		} else {
-			res.OK = true
-			p.Label = name
-			parsed = append(parsed, p)
+			warn(env.Stderr, name, why, out, p != nil)
 		}
 		if p != nil {
+			// As the seed driver does, a summary printed before a failure
+			// is shown, marked.
+			p.Label = name
+			if why != "" {
+				p.Label += "*"
+				notes = append(notes, fmt.Sprintf("%s failed after printing its summary (%s)", p.Label, why))
+			}
+			parsed = append(parsed, p)
 			res.Format = p.Format.String()
 			res.Config = p.Config
 			s := p.Summary
@@ -142,7 +151,8 @@ func run(o *Options, env Env) error {
 	}
 
 	if len(parsed) > 0 {
-		if err := report.WriteCompare(env.Stdout, parsed, report.CompareOptions{KernelOnly: o.KernelOnly}); err != nil {
+		err := report.WriteCompare(env.Stdout, parsed, report.CompareOptions{KernelOnly: o.KernelOnly, Notes: notes})
+		if err != nil {
 			return fmt.Errorf("compare --run: %w", err)
 		}
 	}
@@ -160,9 +170,9 @@ func run(o *Options, env Env) error {
 	return nil
 }
 
-// judge parses a program's stdout and says why its result cannot be used,
-// or "" when it exited 0 with a summary. A summary is returned whenever one
-// was found, for the --json file.
+// judge parses a program's stdout and says why it failed, or "" when it
+// exited 0 with a summary. A summary is returned whenever one was found,
+// also from a program that failed after printing it.
 func judge(out *outcome) (*report.Parsed, string) {
 	p, perr := report.ParseSummary(bytes.NewReader(out.stdout.text()))
 	if perr != nil {
@@ -180,8 +190,12 @@ func judge(out *outcome) (*report.Parsed, string) {
 }
 
 // warn explains a failed program on stderr, with the end of its stderr.
-func warn(w io.Writer, name, why string, out *outcome) {
-	fmt.Fprintf(w, "epbench: warning: ep-lib=%s failed (%s); left out of the table\n", name, why)
+func warn(w io.Writer, name, why string, out *outcome, inTable bool) {
+	if inTable {
+		fmt.Fprintf(w, "epbench: warning: ep-lib=%s failed (%s) after printing its summary; in the table as %s*\n", name, why, name)
+	} else {
+		fmt.Fprintf(w, "epbench: warning: ep-lib=%s failed (%s); left out of the table\n", name, why)
+	}
 	lines := out.stderr.lastLines(stderrLines)
 	if len(lines) == 0 {
 		fmt.Fprintf(w, "epbench: warning: ep-lib=%s wrote nothing to stderr\n", name)
