@@ -107,7 +107,7 @@ func TestCUDAGraphNeedsAGPU(t *testing.T) {
 	cfg.CUDAGraph = true
 	_, err := chooseCompute(cfg, Options{}, nil)
 	assert.Equal(t, ExitUsage, CodeOf(err))
-	assert.ErrorContains(t, err, "--cuda-graph: needs the CUDA backend")
+	assert.ErrorContains(t, err, "--cuda-graph needs the CUDA backend")
 	cfg.CUDAGraph = false
 	backend, err := chooseCompute(cfg, Options{}, nil)
 	require.NoError(t, err)

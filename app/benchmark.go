@@ -49,8 +49,8 @@ func chooseCompute(cfg *config.Config, opts Options, argv []string) (config.Comp
 			compute = config.ComputeCUDA
 		}
 	}
-	if compute == config.ComputeCPU && cfg.CUDAGraph {
-		return "", Usage(&config.UsageError{Flag: "--cuda-graph", Why: "needs the CUDA backend, and no GPU is usable here"})
+	if err := cfg.CheckCompute(compute); err != nil {
+		return "", Usage(err)
 	}
 	if compute == config.ComputeCUDA && opts.CUDA == nil {
 		return "", handOver(argv)

@@ -10,7 +10,6 @@ import (
 	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/mpi"
 	"github.com/epbench/epbench/report"
-	"github.com/epbench/epbench/routing"
 	"github.com/epbench/epbench/stats"
 	"github.com/epbench/epbench/validate"
 )
@@ -90,7 +89,7 @@ func Sweep(w *World, sw *config.Sweep, open Opener, row func(i int, s *report.Sw
 			if plat, err = open(cfg); err != nil {
 				return nil, &SetupError{err}
 			}
-		} else if err := plat.Backend.(Resizer).SetTokens(cfg.Tokens); err != nil {
+		} else if err := plat.Backend.(Resizer).SetShape(ll.ShapeOf(cfg, w.Rank, w.Size)); err != nil {
 			return nil, err
 		}
 		res, err := Measure(w, cfg, plat)
@@ -120,7 +119,7 @@ func Sweep(w *World, sw *config.Sweep, open Opener, row func(i int, s *report.Sw
 // *ValidationError, a PeerTimeout, ...).
 func Measure(w *World, cfg *config.Config, plat *Platform) (*report.Result, error) {
 	shape := ll.ShapeOf(cfg, w.Rank, w.Size)
-	idx0, err := routing.TopK(cfg.Tokens, cfg.Experts, cfg.TopK, routing.GenSeed(cfg.Seed, w.Rank, w.Size, 0))
+	idx0, err := shape.Routing(cfg.Seed, w.Rank, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -128,10 +127,13 @@ func Measure(w *World, cfg *config.Config, plat *Platform) (*report.Result, erro
 	run := &Run{
 		Cfg: cfg, Comm: w.Comm, Backend: plat.Backend,
 		Kernel: plat.Kernel, KernelNote: plat.KernelNote,
-		BeforeTimed: plat.BeforeTimed, AfterTimed: plat.AfterTimed,
+		BeforeTimed: plat.BeforeTimed, AfterTimed: plat.AfterTimed, Profiler: plat.Profiler, Shape: &shape,
 		Selections:    sel,
 		DispatchBytes: stats.DispatchBytes(sel, cfg.Hidden, dtypeOf(cfg)),
 		CombineBytes:  stats.CombineBytes(sel, cfg.Hidden),
+	}
+	if shape.RankMajor {
+		run.Messages = stats.Messages(idx0, cfg.TopK, cfg.Experts/w.Size, w.Rank)
 	}
 	if cfg.Validate || cfg.ValidateEvery > 0 {
 		check := validate.Validator(shape, cfg)
@@ -156,6 +158,7 @@ func Measure(w *World, cfg *config.Config, plat *Platform) (*report.Result, erro
 		if res.Validation, err = validation(w.Comm, m.Check); err != nil {
 			return nil, err
 		}
+		res.Validation.DispatchOnly = cfg.DispatchOnly
 		if m.Check.Detail != "" {
 			fmt.Fprintf(os.Stderr, "epbench: validation: %s\n", m.Check.Detail)
 		}
@@ -216,11 +219,19 @@ func header(cfg *config.Config, ranks int, plat *Platform) report.Config {
 	case plat.Kernel == nil:
 		cupti = "unavailable"
 	}
+	sub := ""
+	switch {
+	case cfg.NonUniform:
+		sub = fmt.Sprintf("Non-uniform tokens in [0, %d] (last rank forced to 0)", cfg.Tokens)
+	case cfg.DispatchTokens > 0:
+		sub = fmt.Sprintf("Uniform tokens (num<max=%d)", cfg.DispatchTokens)
+	}
 	return report.Config{
 		Algorithm: cfg.Algorithm.String(), Layout: cfg.Layout.String(), Ranks: ranks,
-		NumBlocks: cfg.NumBlocks, Tokens: cfg.Tokens, Hidden: cfg.Hidden, TopK: cfg.TopK,
+		NumBlocks: cfg.NumBlocks, MaxNumSMs: cfg.MaxNumSMs, Tokens: cfg.Tokens, SubTest: sub, RankTokens: cfg.RankTokens(ranks),
+		Hidden: cfg.Hidden, TopK: cfg.TopK,
 		Experts: cfg.Experts, LocalExperts: cfg.LocalExperts(ranks), Warmup: cfg.Warmup, Iters: cfg.Iters,
-		DispatchDType: cfg.DispatchDtype.String(), ProfileMode: cfg.CUPTIRegion, NVLink: plat.NVLink,
+		DispatchDType: cfg.DispatchDtype.String(), ProfileMode: cfg.CUPTIRegion || cfg.Profile, NVLink: plat.NVLink,
 		Validate: cfg.Validate, CUPTI: cupti, Backend: backend, CombineMode: cfg.CombineMode.String(),
 		BackToBack: cfg.BackToBack,
 	}

@@ -59,6 +59,10 @@ type Run struct {
 	// Around brackets exactly the timed loop (cuProfilerStart/Stop for
 	// --cupti-region); nil for none.
 	BeforeTimed, AfterTimed func() error
+	// Profiler runs -p's extra loop (nil where there is none); Shape is the
+	// shape its set-up range sets the backend up for again.
+	Profiler *Profiler
+	Shape    *ll.Shape
 
 	Validate Validator // with -V
 
@@ -74,6 +78,9 @@ type Run struct {
 	// accounting for routing 0 (ep_bench's).
 	Selections                  int
 	DispatchBytes, CombineBytes int64
+	// Messages is this rank's (token, destination rank) pairs to other
+	// ranks, in the rank-major layout (0 in the expert-major one).
+	Messages int
 }
 
 // Measurement is what the loop measured on this rank.
@@ -194,6 +201,11 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Profile {
+		if err := r.profile(routings); err != nil {
+			return nil, err
+		}
 	}
 
 	if cfg.Validate {
@@ -740,14 +752,21 @@ func (r *Run) Summarize(m *Measurement) (report.Summary, []report.RankValues, er
 		}
 	}
 
-	// Every rank's selections (one-hot sum); ep_bench prints rank 0's counts.
+	// Every rank's selections and messages (one-hot sums); ep_bench prints
+	// rank 0's counts.
 	n := r.Comm.Size()
-	sel := make([]float64, n)
+	sel := make([]float64, 2*n)
 	sel[r.Comm.Rank()] = float64(r.Selections)
+	sel[n+r.Comm.Rank()] = float64(r.Messages)
 	if sel, err = r.Comm.AllreduceFloat64(sel, mpi.Sum); err != nil {
 		return sum, nil, err
 	}
 	sum.Bytes = report.Bytes{Dispatch: globals[0].PerRank[0].Bytes, Combine: globals[1].PerRank[0].Bytes, Selections: int64(sel[0])}
+	if msgs := int64(sel[n]); msgs > 0 {
+		sum.Bytes.Messages = msgs
+		sum.Bytes.WireDispatch = stats.DispatchBytes(int(msgs), r.Cfg.Hidden, dtypeOf(r.Cfg))
+		sum.Bytes.WireCombine = stats.CombineBytes(int(msgs), r.Cfg.Hidden)
+	}
 
 	per := make([]report.RankValues, r.Comm.Size())
 	for rk := range per {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/epbench/epbench/config"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/mpi"
 	"github.com/epbench/epbench/report"
 )
@@ -74,20 +75,23 @@ type Platform struct {
 	// BeforeTimed and AfterTimed bracket exactly the timed loop
 	// (cuProfilerStart/Stop for --cupti-region); nil for none.
 	BeforeTimed, AfterTimed func() error
-	Topology                []string              // lines printed after the header (rank 0's)
-	NVLink                  bool                  // every pair of the job's GPUs is linked by NVLink
-	GroupMs                 float64               // peer exchange time inside the set-up
-	Memory                  func() *report.Memory // nil on the CPU
+	// Profiler: -p's capture range and NVTX ranges; nil where there are none.
+	Profiler *Profiler
+	Topology []string              // lines printed after the header (rank 0's)
+	NVLink   bool                  // every pair of the job's GPUs is linked by NVLink
+	GroupMs  float64               // peer exchange time inside the set-up
+	Memory   func() *report.Memory // nil on the CPU
 }
 
 // Opener sets this rank's platform up for cfg (collective: every rank opens
 // its own at the same time).
 type Opener func(cfg *config.Config) (*Platform, error)
 
-// Resizer is a backend that can re-target its set-up at fewer tokens per
-// rank than it was opened for (a sweep sets up once, for the largest).
+// Resizer is a backend that can re-target its set-up at a shape of fewer
+// tokens per rank than it was opened for (a sweep sets up once, for the
+// largest): the shape's Tokens and Counts change, nothing else.
 type Resizer interface {
-	SetTokens(t int) error
+	SetShape(s ll.Shape) error
 }
 
 // SetupError is a platform that could not be set up.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/epbench/epbench/routing"
 )
 
 // Limits enforced by Parse and Check.
@@ -57,7 +59,17 @@ type Config struct {
 	CombineMode   CombineMode
 	Protocol      Protocol // GPU: how peers learn that data is in place
 	NumBlocks     int      // dispatch/combine grid size; 0 = chosen by the backend
+	MaxNumSMs     int      // -S: a cap on the automatic grid; 0 = none
 	CUDAGraph     bool     // GPU: launch each operation as a CUDA graph captured once
+
+	// DispatchTokens (-l) is the tokens every rank dispatches, buffers
+	// sized for Tokens; 0 = Tokens.
+	DispatchTokens int
+	// NonUniform (-N): each rank dispatches its own count (RankTokens).
+	NonUniform   bool
+	DispatchOnly bool // -D: validate dispatch alone
+	Profile      bool // -p: an extra loop in NVTX ranges, inside the profiler range
+	MaskTest     bool // -T: elastic EP's active-mask test
 
 	BackToBack bool // timed pairs follow each other with no host sync or barrier between them
 	JitterUs   int  // testing: every operation starts after a random delay of 0..JitterUs us
@@ -115,6 +127,12 @@ var configInts = []configInt{
 	{intFlag{name: "timeout-ms", def: 5000, lo: 1, hi: maxCount,
 		usage: "milliseconds to wait for a peer before giving up"},
 		func(c *Config) *int { return &c.TimeoutMs }},
+	{intFlag{name: "max-num-sms", short: "S", def: 0, lo: 0, hi: maxCount,
+		usage: "a cap on the blocks the kernels use; 0 = auto (--num-blocks, the exact grid, wins)"},
+		func(c *Config) *int { return &c.MaxNumSMs }},
+	{intFlag{name: "dispatch-less-than-max-tokens", short: "l", def: 0, lo: 0, hi: MaxTokens,
+		usage: "every rank dispatches `M` tokens (1..--num-tokens), buffers sized for --num-tokens"},
+		func(c *Config) *int { return &c.DispatchTokens }},
 	{intFlag{name: "jitter-us", def: 0, lo: 0, hi: MaxJitterUs,
 		usage: "testing: every dispatch and combine starts after a random delay of 0..`N` us (on the GPU, in the kernel), drawn per rank and call"},
 		func(c *Config) *int { return &c.JitterUs }},
@@ -157,7 +175,7 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]in
 	bindChoice(fs, "algorithm", "a", "algorithm `MODE`: ll (or low-latency); high-throughput is not supported",
 		func() string { return c.Algorithm.flagValue() },
 		func(s string) (err error) { c.Algorithm, err = parseAlgorithm(s); return err })
-	bindChoice(fs, "layout", "L", "receive `LAYOUT`: em (or expert-major); rank-major is not implemented yet",
+	bindChoice(fs, "layout", "L", "receive `LAYOUT`: em (expert-major) or rm (rank-major)",
 		func() string { return c.Layout.flagValue() },
 		func(s string) (err error) { c.Layout, err = parseLayout(s); return err })
 	bindInts("num-tokens", "hidden", "num-topk", "num-experts", "num-warmup", "num-iters")
@@ -170,7 +188,14 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]in
 	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag; up to 15 tokens per rank), fenced (one fence and release per operation), lines (128-byte lines that carry a flag: dispatch rows, combine's partials in rank_local_reduce and expert rows in direct_send), or auto (inline up to 32 KiB of token rows per rank; above, over NVLink, lines for a BF16 dispatch and for either combine mode, else fenced)",
 		func() string { return c.Protocol.String() },
 		func(s string) (err error) { c.Protocol, err = parseProtocol(s); return err })
-	bindInts("num-blocks")
+	bindInts("num-blocks", "max-num-sms", "dispatch-less-than-max-tokens")
+	bindBool(fs, &c.NonUniform, "non-uniform-tokens", "N", false,
+		"each rank dispatches its own count of tokens, drawn as ep_bench draws them in [0, --num-tokens] (rank 0 all, the last rank none)")
+	bindBool(fs, &c.DispatchOnly, "dispatch-only", "D", false, "with -V: validate the dispatch alone (the timed loop still runs both)")
+	bindBool(fs, &c.Profile, "profile", "p", false,
+		"an extra loop after the timed one in NVTX ranges (ep_bench's names), inside cuProfilerStart/Stop")
+	bindBool(fs, &c.MaskTest, "mask-test", "T", false,
+		"elastic EP's active-mask test (at least 4 ranks; implies -V): rank 1 skips a dispatch, ranks 1 and 3 a combine")
 	bindBool(fs, &c.CUDAGraph, "cuda-graph", "", false,
 		"launch dispatch and combine as CUDA graphs, each captured once (the kernels keep the call count on the device)")
 	bindBool(fs, &c.BackToBack, "back-to-back", "", false,
@@ -256,6 +281,9 @@ func parse(args []string, getenv func(string) string, lists map[string]*[]int, e
 	if c.ShowVersion {
 		return c, nil, nil
 	}
+	if c.MaskTest {
+		c.Validate = true // -T implies -V
+	}
 	if rest := fs.Args(); len(rest) > 0 {
 		return nil, nil, usageErr(strconv.Quote(rest[0]), "unexpected positional argument")
 	}
@@ -327,8 +355,23 @@ func (c *Config) check(source map[string]string) error {
 	default:
 		return usageErr("--backend", fmt.Sprintf("unknown value %q (want cuda, cpu or auto)", c.Compute))
 	}
-	if c.CUDAGraph && c.Compute == ComputeCPU {
-		return usageErr("--cuda-graph", "needs the CUDA backend (the CPU reference launches no kernels)")
+	if c.Compute == ComputeCPU {
+		if err := c.CheckCompute(ComputeCPU); err != nil {
+			return err
+		}
+	}
+	if c.DispatchTokens > c.Tokens {
+		return usageErr("--dispatch-less-than-max-tokens",
+			fmt.Sprintf("must be at most %s, got %d > %d", label("num-tokens"), c.DispatchTokens, c.Tokens))
+	}
+	if c.DispatchTokens > 0 && c.NonUniform {
+		return usageErr("--dispatch-less-than-max-tokens", "and --non-uniform-tokens exclude each other")
+	}
+	if c.DispatchOnly && !c.Validate {
+		return usageErr("--dispatch-only", "needs --validate (it validates the dispatch alone)")
+	}
+	if c.Layout == RankMajor && c.CombineMode == DirectSend {
+		return usageErr("--combine-mode", "direct_send does not apply to the rank-major layout (its combine sums one row per rank)")
 	}
 	if c.TopK > c.Experts {
 		return usageErr(label("num-topk"),
@@ -354,6 +397,36 @@ func (c *Config) CheckRanks(ranks int) error {
 	}
 	if c.Fault.Op != "" && c.Fault.Rank >= ranks {
 		return usageErr("--fault", fmt.Sprintf("rank %d does not exist in a job of %d ranks", c.Fault.Rank, ranks))
+	}
+	if c.MaskTest && ranks < MaskTestRanks {
+		return usageErr("--mask-test", fmt.Sprintf("needs at least %d ranks (rank 1 skips a dispatch, ranks 1 and 3 a combine), got %d", MaskTestRanks, ranks))
+	}
+	if c.MaskTest {
+		return usageErr("--mask-test", "the active-mask test is not available in this build")
+	}
+	return nil
+}
+
+// MaskTestRanks is the fewest ranks -T runs on.
+const MaskTestRanks = 4
+
+// CheckCompute refuses, for the backend compute, the flags that only change
+// how the GPU runs when they ask for anything (a value other than their
+// default): "--FLAG needs the CUDA backend" (exit 2).
+func (c *Config) CheckCompute(compute Compute) error {
+	if compute != ComputeCPU {
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"--num-blocks", c.NumBlocks != 0}, {"--max-num-sms", c.MaxNumSMs != 0}, {"--protocol", c.Protocol != ProtocolAuto},
+		{"--cuda-graph", c.CUDAGraph}, {"--ptx-dir", c.PTXDir != ""}, {"--cupti-region", c.CUPTIRegion}, {"--profile", c.Profile},
+	} {
+		if f.set {
+			return &UsageError{Flag: f.name, Why: "needs the CUDA backend", Bare: true}
+		}
 	}
 	return nil
 }
@@ -397,6 +470,23 @@ func (c *Config) LocalExperts(ranks int) int {
 	return c.Experts / ranks
 }
 
+// RankTokens is the tokens each of ranks dispatches: nil when every rank
+// dispatches --num-tokens, all DispatchTokens with -l, ep_bench's draw
+// with -N (routing.RankTokens).
+func (c *Config) RankTokens(ranks int) []int {
+	switch {
+	case c.NonUniform:
+		return routing.RankTokens(c.Tokens, ranks)
+	case c.DispatchTokens > 0:
+		out := make([]int, ranks)
+		for r := range out {
+			out[r] = c.DispatchTokens
+		}
+		return out
+	}
+	return nil
+}
+
 // Timeout is TimeoutMs as a duration.
 func (c *Config) Timeout() time.Duration {
 	return time.Duration(c.TimeoutMs) * time.Millisecond
@@ -431,6 +521,14 @@ func (c *Config) Args() []string {
 	}
 	if c.BackToBack {
 		out = append(out, "--back-to-back")
+	}
+	for _, f := range []struct {
+		name string
+		on   bool
+	}{{"--non-uniform-tokens", c.NonUniform}, {"--dispatch-only", c.DispatchOnly}, {"--profile", c.Profile}, {"--mask-test", c.MaskTest}} {
+		if f.on {
+			out = append(out, f.name)
+		}
 	}
 	if c.Validate {
 		out = append(out, "--validate")

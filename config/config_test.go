@@ -109,10 +109,19 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--jitter-us", "-1"}, nil, `--jitter-us: must be a non-negative integer, got "-1"`},
 		{[]string{"--jitter-us", "2000000"}, nil, `--jitter-us: must be at most 1000000, got 2000000`},
 		{[]string{"--back-to-back=maybe"}, nil, `--back-to-back: must be true or false, got "maybe"`},
-		{[]string{"-L", "rm"}, nil, `--layout: rank-major layout is not implemented yet`},
-		{[]string{"--layout=rank-major"}, nil, `--layout: rank-major layout is not implemented yet`},
+		{[]string{"-L", "rm", "--combine-mode", "direct_send"}, nil, `--combine-mode: direct_send does not apply to the rank-major layout (its combine sums one row per rank)`},
+		{[]string{"-l", "200"}, nil, `--dispatch-less-than-max-tokens: must be at most --num-tokens, got 200 > 128`},
+		{[]string{"-l", "64", "-N"}, nil, `--dispatch-less-than-max-tokens: and --non-uniform-tokens exclude each other`},
+		{[]string{"-D"}, nil, `--dispatch-only: needs --validate (it validates the dispatch alone)`},
+		{[]string{"-S", "-1"}, nil, `--max-num-sms: must be a non-negative integer, got "-1"`},
+		{[]string{"--backend", "cpu", "--ptx-dir", "k"}, nil, `--ptx-dir needs the CUDA backend`},
+		{[]string{"--backend", "cpu", "-S", "8"}, nil, `--max-num-sms needs the CUDA backend`},
+		{[]string{"--backend", "cpu", "-p"}, nil, `--profile needs the CUDA backend`},
+		{[]string{"--backend", "cpu", "--protocol", "fenced"}, nil, `--protocol needs the CUDA backend`},
+		{[]string{"--backend", "cpu", "--num-blocks", "8"}, nil, `--num-blocks needs the CUDA backend`},
+		{[]string{"--backend", "cpu", "--cupti-region"}, nil, `--cupti-region needs the CUDA backend`},
 		{[]string{"-L", "flat"}, nil, `--layout: flat layout belongs to high-throughput mode, which is not supported`},
-		{[]string{"-L", "EM"}, nil, `--layout: unknown value "EM" (want em or expert-major)`},
+		{[]string{"-L", "EM"}, nil, `--layout: unknown value "EM" (want em, expert-major, rm or rank-major)`},
 		{[]string{"--dispatch-dtype", "fp16"}, nil, `--dispatch-dtype: unknown value "fp16" (want bf16 or fp8_e4m3)`},
 		{[]string{"--combine-mode", "allreduce"}, nil, `--combine-mode: unknown value "allreduce" (want rank_local_reduce or direct_send)`},
 		{[]string{"--backend", "gpu"}, nil, `--backend: unknown value "gpu" (want cuda, cpu or auto)`},
@@ -139,7 +148,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--bogus=1", "-t", "4"}, nil, `--bogus: unknown flag`},
 		{[]string{"-x"}, nil, `-x: unknown flag`},
 		{[]string{"-Vx"}, nil, `-x: unknown flag`},
-		{[]string{"-p"}, nil, `-p: unknown flag`},
+		{[]string{"-Q"}, nil, `-Q: unknown flag`},
 		{[]string{"-test.v"}, nil, `-test.v: unknown flag`},
 		{[]string{"-Vtest.run=x"}, nil, `-test.run: unknown flag`},
 		{[]string{"---t", "4"}, nil, `---t: bad flag syntax`},
@@ -176,7 +185,11 @@ func TestParseErrors(t *testing.T) {
 			if !errors.As(err, &ue) {
 				t.Fatalf("error %T is not a *UsageError", err)
 			}
-			equal(t, ue.Flag+": "+ue.Why, err.Error())
+			sep := ": "
+			if ue.Bare {
+				sep = " "
+			}
+			equal(t, ue.Flag+sep+ue.Why, err.Error())
 		})
 	}
 }
@@ -326,7 +339,7 @@ func TestHelp(t *testing.T) {
 			contains(t, u, "-"+f.Shorthand+", --"+f.Name)
 		}
 	})
-	equal(t, 29, n)
+	equal(t, 35, n)
 	for alias, canonical := range aliases {
 		contains(t, u, "--"+alias, "alias of --%s", canonical)
 	}
@@ -383,16 +396,17 @@ func TestArgs(t *testing.T) {
 		"--algorithm=ll", "--layout=em",
 		"--num-tokens=128", "--hidden=7168", "--num-topk=8", "--num-experts=256",
 		"--num-warmup=10", "--num-iters=50", "--num-blocks=0", "--validate-every=0",
-		"--reroute=1", "--timeout-ms=5000", "--jitter-us=0",
+		"--reroute=1", "--timeout-ms=5000", "--max-num-sms=0", "--dispatch-less-than-max-tokens=0", "--jitter-us=0",
 		"--dispatch-dtype=bf16", "--combine-mode=rank_local_reduce", "--protocol=auto", "--seed=1",
 	}, Default().Args())
 
 	full := &Config{
 		Tokens: 4096, Hidden: 16384, TopK: 32, Experts: 32, Warmup: 0, Iters: 1,
-		DispatchDtype: DtypeFP8E4M3, CombineMode: DirectSend, NumBlocks: 24,
+		DispatchDtype: DtypeFP8E4M3, CombineMode: RankLocalReduce, NumBlocks: 24,
 		KernelTiming: false, CUPTIRegion: true, Validate: true, ValidateEvery: 3,
 		Seed: 0xFFFFFFFF, Reroute: 5, TimeoutMs: 1, JSONPath: "-weird=name.json",
-		Compute: ComputeCPU, PTXDir: "--dir", BackToBack: true, JitterUs: 20,
+		Compute: ComputeCUDA, PTXDir: "--dir", BackToBack: true, JitterUs: 20, MaxNumSMs: 100, DispatchTokens: 7,
+		DispatchOnly: true, Profile: true, Layout: RankMajor,
 	}
 	configs := []*Config{Default(), full}
 	for _, args := range [][]string{
@@ -400,6 +414,7 @@ func TestArgs(t *testing.T) {
 		{"--no-kernel-timing", "--seed", "0x10", "--backend", "cuda"},
 		{"--cuda-graph", "--protocol", "lines"},
 		{"--back-to-back", "--jitter-us", "20", "--validate-every", "50"},
+		{"-N", "-T", "-L", "rm"},
 		{"--version", "-t", "7"},
 	} {
 		c, err := Parse(args, nil)
@@ -425,7 +440,7 @@ func TestCheck(t *testing.T) {
 	errText(t, c.Check(), `--backend: unknown value "auto" (want cuda, cpu or auto)`)
 	c = Default()
 	c.Compute, c.CUDAGraph = ComputeCPU, true
-	errText(t, c.Check(), `--cuda-graph: needs the CUDA backend (the CPU reference launches no kernels)`)
+	errText(t, c.Check(), `--cuda-graph needs the CUDA backend`)
 	c.Compute = ComputeAuto
 	noErr(t, c.Check())
 
@@ -446,8 +461,8 @@ func TestCheck(t *testing.T) {
 	errText(t, c.Check(), `--layout: unknown layout Layout(7)`)
 
 	c = Default()
-	c.Layout = RankMajor
-	errText(t, c.Check(), `--layout: rank-major layout is not implemented yet`)
+	c.Layout = Flat
+	errText(t, c.Check(), `--layout: flat layout belongs to high-throughput mode, which is not supported`)
 
 	c = Default()
 	c.Hidden, c.Validate = 128, true

@@ -19,10 +19,16 @@ var ErrHelp = errors.New("help requested")
 type UsageError struct {
 	Flag string
 	Why  string
+	// Bare renders "<flag> <why>" (e.g. "--ptx-dir needs the CUDA
+	// backend") instead of "<flag>: <why>".
+	Bare bool
 }
 
 // Error renders the error as "<flag>: <why>". The caller adds its own prefix.
 func (e *UsageError) Error() string {
+	if e.Bare {
+		return e.Flag + " " + e.Why
+	}
 	return e.Flag + ": " + e.Why
 }
 

@@ -57,7 +57,11 @@ func checkErr(t *testing.T, err error) {
 	if !errors.As(err, &ue) {
 		t.Fatalf("error %T %q is not a *UsageError", err, err)
 	}
-	if ue.Flag == "" || ue.Why == "" || err.Error() != ue.Flag+": "+ue.Why {
+	sep := ": "
+	if ue.Bare {
+		sep = " "
+	}
+	if ue.Flag == "" || ue.Why == "" || err.Error() != ue.Flag+sep+ue.Why {
 		t.Fatalf("malformed usage error %#v", ue)
 	}
 }

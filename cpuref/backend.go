@@ -71,15 +71,17 @@ type Backend struct {
 	timeout time.Duration // bound of every exchange (--timeout-ms)
 	shape   ll.Shape
 	rank    int
-	R, T    int
+	R, T    int // T: the most tokens per rank, what the buffers hold
+	own     int // the tokens this rank dispatches (ll.Shape.Own)
 	H, K    int
 	E, L    int
+	rm      bool // the rank-major layout
 	dtype   config.DispatchDtype
 	mode    config.CombineMode
 
 	// Inputs: the token rows and weights are the same for every routing.
 	x       []uint16  // [T, H]
-	topk    [][]int64 // per routing: [T, K]
+	topk    [][]int64 // per routing: [own, K]
 	weights []float32 // [T, K]
 
 	hdr, msg int // dispatch message header and total size in bytes
@@ -98,11 +100,15 @@ type Backend struct {
 	qrow               []uint8
 	qscales            []float32
 
-	// Dispatch outputs (docs/DESIGN.md).
+	// Dispatch outputs (docs/DESIGN.md). Rank-major: recvX, recvFP8 and
+	// recvScales are [R, T, ...], recvCount [R], srcInfo [R, T], and
+	// recvTopkIdx, recvTopkW [R, T, K].
 	recvX       []uint16 // BF16: [L, R*T, H]
 	recvFP8     []uint8  // FP8: [L, R*T, H]
 	recvScales  []float32
 	recvCount   []int32
+	recvTopkIdx []int32
+	recvTopkW   []float32
 	srcInfo     []int32
 	layoutRange []int64
 	// rowPos[(s*T+m)*K+k] is the row, inside its local expert, of slot k of
@@ -165,7 +171,8 @@ func New(comm Exchanger, shape ll.Shape, cfg *config.Config) (*Backend, error) {
 
 	b := &Backend{
 		comm: comm, shape: shape, rank: shape.Rank,
-		R: shape.Ranks, T: shape.Tokens, H: shape.Hidden, K: shape.TopK, E: shape.Experts, L: shape.LocalExperts(),
+		R: shape.Ranks, T: shape.Tokens, own: shape.Own(), H: shape.Hidden, K: shape.TopK, E: shape.Experts, L: shape.LocalExperts(),
+		rm:    shape.RankMajor,
 		dtype: cfg.DispatchDtype, mode: cfg.CombineMode, dispatched: -1, timeout: timeout,
 	}
 	var err error
@@ -179,7 +186,7 @@ func New(comm Exchanger, shape ll.Shape, cfg *config.Config) (*Backend, error) {
 	}
 	b.topk = make([][]int64, reroute)
 	for j := range b.topk {
-		if b.topk[j], err = routing.TopK(b.T, b.E, b.K, routing.GenSeed(cfg.Seed, b.rank, b.R, j)); err != nil {
+		if b.topk[j], err = shape.Routing(cfg.Seed, b.rank, j); err != nil {
 			return nil, fmt.Errorf("cpuref: routing %d: %w", j, err)
 		}
 	}
@@ -199,6 +206,8 @@ func checkShape(s ll.Shape, comm Exchanger) error {
 		return fmt.Errorf("cpuref: ranks %d outside [1, %d]", s.Ranks, config.MaxRanks)
 	case s.Tokens < 1 || s.Tokens > config.MaxTokens:
 		return fmt.Errorf("cpuref: tokens %d outside [1, %d]", s.Tokens, config.MaxTokens)
+	case s.Own() < 0 || s.Own() > s.Tokens:
+		return fmt.Errorf("cpuref: rank %d dispatches %d tokens, outside [0, %d]", s.Rank, s.Own(), s.Tokens)
 	case s.Hidden%ScaleBlock != 0 || s.Hidden < routing.MinValidationHidden || s.Hidden > config.MaxHidden:
 		return fmt.Errorf("cpuref: hidden %d must be a multiple of %d in [%d, %d] (the token rows carry their rank and token id)",
 			s.Hidden, ScaleBlock, minHidden, config.MaxHidden)
@@ -220,12 +229,15 @@ func (b *Backend) allocate() error {
 	}
 	b.msg = b.hdr + payload
 	rows := L * R * T // rows of the expert-major receive layout
+	if b.rm {
+		rows = R * T // slots of the rank-major one
+	}
 	// A token goes to at most min(R, K) ranks; each source sends at most T
 	// messages here. Combine sends one row per received message
 	// (rank_local_reduce) or per local slot (direct_send), and receives at
 	// most one row per selection.
 	combSendRows := R * T
-	if b.mode == config.DirectSend {
+	if b.mode == config.DirectSend && !b.rm {
 		combSendRows *= min(K, L)
 	}
 	sizes := []struct {
@@ -267,9 +279,16 @@ func (b *Backend) allocate() error {
 	} else {
 		b.recvX = make([]uint16, rows*H)
 	}
-	b.recvCount = make([]int32, L)
-	b.srcInfo = make([]int32, rows)
-	b.layoutRange = make([]int64, L*R)
+	if b.rm {
+		b.recvCount = make([]int32, R)
+		b.srcInfo = make([]int32, R*T)
+		b.recvTopkIdx, b.recvTopkW = make([]int32, R*T*K), make([]float32, R*T*K)
+		b.yrow = make([]uint16, H)
+	} else {
+		b.recvCount = make([]int32, L)
+		b.srcInfo = make([]int32, rows)
+		b.layoutRange = make([]int64, L*R)
+	}
 	b.rowPos = make([]int32, R*T*K)
 	b.acc = make([]float32, H)
 	b.out = make([]uint16, T*H)
@@ -385,6 +404,8 @@ func (b *Backend) Poison(shared bool) error {
 	fill(b.recvCount, -1)
 	fill(b.srcInfo, -1)
 	fill(b.layoutRange, -1)
+	fill(b.recvTopkIdx, -2)
+	fill(b.recvTopkW, float32(math.NaN()))
 	fill(b.out, poisonBF16)
 	if shared {
 		for _, r := range [][]byte{b.dispRecv, b.cntRecv, b.combRecv} {
@@ -443,7 +464,10 @@ func (b *Backend) Snapshot() (func() (*ll.Outputs, error), error) {
 		RecvCount:   clone(b.recvCount),
 		SrcInfo:     clone(b.srcInfo),
 		LayoutRange: clone(b.layoutRange),
-		Out:         clone(b.out),
+		Out:         clone(b.out[:b.own*b.H]),
+
+		RecvTopkIdx:     clone(b.recvTopkIdx),
+		RecvTopkWeights: clone(b.recvTopkW),
 	}
 	return func() (*ll.Outputs, error) { return o, nil }, nil
 }

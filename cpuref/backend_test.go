@@ -2,6 +2,7 @@ package cpuref
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -339,5 +340,124 @@ func TestJitterDelaysEachOperation(t *testing.T) {
 	b.wait(true)
 	if d := time.Since(start); d > time.Millisecond {
 		t.Errorf("no jitter, yet waited %v", d)
+	}
+}
+
+// TestInProcessGroupSubTests runs ep_bench's sub-tests in goroutine groups
+// of 2, 4 and 8 ranks and checks every rank with package validate: fewer
+// tokens than the buffers hold (-l), uneven counts with a rank that
+// dispatches none (-N), and the rank-major layout (-L rm), alone and with
+// uneven counts. Validated pairs run on rows of their own generation.
+func TestInProcessGroupSubTests(t *testing.T) {
+	type sub struct {
+		name      string
+		counts    func(ranks int) []int
+		rankMajor bool
+	}
+	less := func(ranks int) []int { return slices.Repeat([]int{3}, ranks) }
+	uneven := func(ranks int) []int {
+		c := make([]int, ranks)
+		for r := range c {
+			c[r] = (7 * (r + 1)) % 6
+		}
+		c[0], c[ranks-1] = 6, 0
+		return c
+	}
+	subs := []sub{{"less", less, false}, {"uneven", uneven, false}, {"rank-major", nil, true}, {"rank-major uneven", uneven, true}}
+	for _, ranks := range []int{2, 4, 8} {
+		for _, sb := range subs {
+			shape := ll.Shape{Ranks: ranks, Tokens: 6, Hidden: 256, TopK: 3, Experts: 2 * ranks, RankMajor: sb.rankMajor}
+			if sb.counts != nil {
+				shape.Counts = sb.counts(ranks)
+			}
+			for _, dtype := range dtypes {
+				cfg := testConfig(dtype, config.RankLocalReduce, 2)
+				for j := range 2 {
+					outs := runGroup(t, shape, cfg, j, func(b *Backend) {
+						if err := b.Generation(3); err != nil {
+							t.Error(err)
+						}
+					})
+					all, err := validate.RoutingTopK(shape, cfg.Seed, j)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for r, o := range outs {
+						s := shape
+						s.Rank = r
+						if len(o.Out) != s.Own()*s.Hidden {
+							t.Errorf("%s, %d ranks: rank %d's combine output has %d values, want %d", sb.name, ranks, r, len(o.Out), s.Own()*s.Hidden)
+						}
+						rep := validate.Check(validate.Input{Shape: s, Dtype: dtype, Mode: cfg.CombineMode, TopK: all, Generation: 3}, o)
+						if !rep.DispatchOK || !rep.CombineOK {
+							t.Errorf("%s, %d ranks, %v, routing %d, rank %d: %s", sb.name, ranks, dtype, j, r, rep.First)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRankMajorSlots checks the rank-major layout on a routing written out:
+// slots fill in token order per source, with src_info, the local top-k
+// (-1 elsewhere), the weights and the per-source counts, and the combine of a
+// validated pair (rows scaled by each rank's weight sum) equals the weighted
+// sum. A wrong slot or count is caught.
+func TestRankMajorSlots(t *testing.T) {
+	shape := ll.Shape{Ranks: 2, Tokens: 3, Hidden: 256, TopK: 2, Experts: 4, RankMajor: true}
+	// Rank 0 hosts experts 0 and 1, rank 1 experts 2 and 3.
+	routingOf := [][]int64{{2, 0, 1, 0, 3, 2}, {1, -1, 3, 2, 0, 3}}
+	prepare := func(b *Backend) {
+		b.topk[0] = routingOf[b.rank]
+		if err := b.Generation(1); err != nil {
+			t.Error(err)
+		}
+	}
+	outs := runGroup(t, shape, testConfig(config.DtypeBF16, config.RankLocalReduce, 1), 0, prepare)
+	// Rank 1 receives rank 0's tokens 0 and 2 (token 1 selects only rank 0's
+	// experts), and its own tokens 1 and 2.
+	o := outs[1]
+	if got := o.RecvCount; !slices.Equal(got, []int32{2, 2}) {
+		t.Fatalf("rank 1 recv_count = %v, want [2 2]", got)
+	}
+	K, T := 2, 3
+	for _, c := range []struct {
+		slot, token int
+		idx         []int32
+	}{{0, 0, []int32{0, -1}}, {1, 2, []int32{1, 0}}, {T + 0, 1, []int32{1, 0}}, {T + 1, 2, []int32{-1, 1}}} {
+		if got := o.SrcInfo[c.slot]; got != int32(c.token) {
+			t.Errorf("rank 1 slot %d: src_info %d, want %d", c.slot, got, c.token)
+		}
+		if got := o.RecvTopkIdx[c.slot*K : (c.slot+1)*K]; !slices.Equal(got, c.idx) {
+			t.Errorf("rank 1 slot %d: top-k %v, want %v", c.slot, got, c.idx)
+		}
+	}
+	all := []int64{2, 0, 1, 0, 3, 2, 1, -1, 3, 2, 0, 3}
+	for r, o := range outs {
+		s := shape
+		s.Rank = r
+		in := validate.Input{Shape: s, Mode: config.RankLocalReduce, TopK: all, Generation: 1}
+		if rep := validate.Check(in, o); !rep.DispatchOK || !rep.CombineOK {
+			t.Errorf("rank %d: %s", r, rep.First)
+		}
+	}
+	s := shape
+	s.Rank = 1
+	in := validate.Input{Shape: s, Mode: config.RankLocalReduce, TopK: all, Generation: 1}
+	for name, spoil := range map[string]func(o *ll.Outputs){
+		"count":    func(o *ll.Outputs) { o.RecvCount[0]++ },
+		"src_info": func(o *ll.Outputs) { o.SrcInfo[1] = 1 },
+		"top-k":    func(o *ll.Outputs) { o.RecvTopkIdx[1] = 1 },
+		"weight":   func(o *ll.Outputs) { o.RecvTopkWeights[0] *= 2 },
+		"row":      func(o *ll.Outputs) { o.RecvX[5] ^= 1 },
+	} {
+		bad := *o
+		bad.RecvCount, bad.SrcInfo = slices.Clone(o.RecvCount), slices.Clone(o.SrcInfo)
+		bad.RecvTopkIdx, bad.RecvTopkWeights, bad.RecvX = slices.Clone(o.RecvTopkIdx), slices.Clone(o.RecvTopkWeights), slices.Clone(o.RecvX)
+		spoil(&bad)
+		if rep := validate.Check(in, &bad); rep.DispatchOK {
+			t.Errorf("a wrong %s passed the rank-major dispatch check", name)
+		}
 	}
 }

@@ -33,9 +33,9 @@ func (b *Backend) Combine(j int) error {
 	// routing: one partial per (token, expert rank) or one row per selection.
 	idx := b.topk[j]
 	clear(b.recvCounts)
-	for t := 0; t < b.T; t++ {
+	for t := 0; t < b.own; t++ {
 		sel := idx[t*b.K : (t+1)*b.K]
-		if b.mode == config.DirectSend {
+		if b.mode == config.DirectSend && !b.rm {
 			for _, e := range sel {
 				if e >= 0 {
 					b.recvCounts[int(e)/b.L]++
@@ -88,6 +88,11 @@ func (b *Backend) sendExpertOutputs() {
 				}
 				continue
 			}
+			if b.rm {
+				b.rankMajorRow(b.combSend[off:off+row], msg, pos)
+				off += row
+				continue
+			}
 			// rank_local_reduce: p = 0; p = p + w*y over the local slots in
 			// top-k order; one bf16 partial per token.
 			clear(b.acc)
@@ -109,6 +114,41 @@ func (b *Backend) sendExpertOutputs() {
 	}
 }
 
+// rankMajorRow writes the row a rank-major slot returns: the identity
+// expert's output of the slot (pos names it in every local selection's
+// entry), as it is in a timed pair, or in a validated pair (generation
+// other than 0) scaled by the sum of the token's weights on this rank, fp32
+// in top-k order, each channel bf16(y * sum) (docs/DESIGN.md).
+func (b *Backend) rankMajorRow(dst, hdr []byte, pos []int32) {
+	slot := -1
+	var sum float32
+	for k, r := range pos {
+		if r < 0 {
+			continue
+		}
+		slot = int(r)
+		sum = sum + math.Float32frombits(le.Uint32(hdr[offExperts+4*b.K+4*k:]))
+	}
+	y := b.slotOutput(slot)
+	if b.rankRows == 0 {
+		putRow(dst, y)
+		return
+	}
+	for c, h := range y {
+		le.PutUint16(dst[2*c:], bf16.FromFloat32(float32(bf16.ToFloat32(h)*sum)))
+	}
+}
+
+// slotOutput is the identity expert's output for rank-major slot i.
+func (b *Backend) slotOutput(i int) []uint16 {
+	if b.dtype == config.DtypeFP8E4M3 {
+		nb := b.H / ScaleBlock
+		DequantizeRow(b.recvFP8[i*b.H:(i+1)*b.H], b.recvScales[i*nb:(i+1)*nb], b.yrow)
+		return b.yrow
+	}
+	return b.recvX[i*b.H : (i+1)*b.H]
+}
+
 // expertOutput is the identity expert's output for row r of local expert l.
 func (b *Backend) expertOutput(l, r int) []uint16 {
 	slot := l*b.R*b.T + r
@@ -124,10 +164,10 @@ func (b *Backend) expertOutput(l, r int) []uint16 {
 func (b *Backend) reduce(idx []int64) {
 	row := 2 * b.H
 	copy(b.cursor, b.recvDispls)
-	for t := 0; t < b.T; t++ {
+	for t := 0; t < b.own; t++ {
 		sel := idx[t*b.K : (t+1)*b.K]
 		clear(b.acc)
-		if b.mode == config.DirectSend {
+		if b.mode == config.DirectSend && !b.rm {
 			// acc = 0; acc = acc + w*y over the valid slots in top-k order.
 			for k, e := range sel {
 				if e < 0 {

@@ -39,7 +39,7 @@ func (b *Backend) Dispatch(j int) error {
 
 	// Count the messages per destination rank, then pack them.
 	clear(b.sendCounts)
-	for t := 0; t < b.T; t++ {
+	for t := 0; t < b.own; t++ {
 		b.markDests(idx[t*b.K : (t+1)*b.K])
 		for q, d := range b.destMark {
 			if d {
@@ -55,7 +55,7 @@ func (b *Backend) Dispatch(j int) error {
 		off += b.sendCounts[q]
 	}
 	copy(b.cursor, b.sendDispls)
-	for t := 0; t < b.T; t++ {
+	for t := 0; t < b.own; t++ {
 		sel := idx[t*b.K : (t+1)*b.K]
 		b.markDests(sel)
 		packed := -1 // offset of this token's first message
@@ -91,7 +91,11 @@ func (b *Backend) Dispatch(j int) error {
 	if err := b.exchange("cpuref dispatch exchange", tagDispatch, b.dispSend, b.sendCounts, b.sendDispls, b.dispRecv, b.recvCounts, b.recvDispls); err != nil {
 		return err
 	}
-	if err := b.layOut(); err != nil {
+	layOut := b.layOut
+	if b.rm {
+		layOut = b.layOutRankMajor
+	}
+	if err := layOut(); err != nil {
 		return err
 	}
 	b.dispatched = j
@@ -194,6 +198,57 @@ func (b *Backend) layOut() error {
 		for l := 0; l < L; l++ {
 			begin := b.layoutRange[l*R+s] >> 32
 			b.layoutRange[l*R+s] |= int64(b.recvCount[l]) - begin
+		}
+	}
+	return nil
+}
+
+// layOutRankMajor lays the received messages out rank-major: the m-th
+// token that source s sends here (tokens ascending) in slot (s, m), once,
+// with its token index in src_info, its top-k experts as this rank's local
+// ones (-1 elsewhere) and its top-k weights; recv_count[s] counts the
+// tokens of s, and the slots past it are left as they are. rowPos marks
+// each message's local selections with its slot, for combine.
+func (b *Backend) layOutRankMajor() error {
+	R, T, K, L, H := b.R, b.T, b.K, b.L, b.H
+	nb := H / ScaleBlock
+	first := b.rank * L
+	offW := offExperts + 4*K
+	for s := 0; s < R; s++ {
+		b.recvCount[s] = int32(b.msgCount[s])
+		for m := 0; m < b.msgCount[s]; m++ {
+			msg := b.dispRecv[b.msgDispls[s]+m*b.msg:][:b.msg]
+			t := int(int32(le.Uint32(msg[offToken:])))
+			if t < 0 || t >= T {
+				return fmt.Errorf("cpuref: dispatch: message %d from rank %d names token %d, outside [0, %d)", m, s, t, T)
+			}
+			slot := s*T + m
+			b.srcInfo[slot] = int32(t)
+			pos := b.rowPos[(s*T+m)*K:][:K]
+			for k := range pos {
+				e := int(int32(le.Uint32(msg[offExperts+4*k:])))
+				if e < -1 || e >= b.E {
+					return fmt.Errorf("cpuref: dispatch: token %d from rank %d selects expert %d, outside [-1, %d)", t, s, e, b.E)
+				}
+				pos[k], b.recvTopkIdx[slot*K+k] = -1, -1
+				if e >= first && e < first+L {
+					pos[k], b.recvTopkIdx[slot*K+k] = int32(slot), int32(e-first)
+				}
+				b.recvTopkW[slot*K+k] = math.Float32frombits(le.Uint32(msg[offW+4*k:]))
+			}
+			p := msg[b.hdr:]
+			if b.dtype == config.DtypeFP8E4M3 {
+				copy(b.recvFP8[slot*H:(slot+1)*H], p[:H])
+				sc := b.recvScales[slot*nb : (slot+1)*nb]
+				for i := range sc {
+					sc[i] = math.Float32frombits(le.Uint32(p[H+4*i:]))
+				}
+				continue
+			}
+			dst := b.recvX[slot*H : (slot+1)*H]
+			for c := range dst {
+				dst[c] = le.Uint16(p[2*c:])
+			}
 		}
 	}
 	return nil

@@ -315,8 +315,10 @@ func (p *textParser) header(raw, text string) {
 		setInt(&c.Ranks, val)
 	case "Max num SMs":
 		if val != "auto" {
-			setInt(&c.NumBlocks, val)
+			setInt(&c.MaxNumSMs, val)
 		}
+	case "Sub-test":
+		c.SubTest = val
 	case "Tokens":
 		setInt(&c.Tokens, val)
 	case "Hidden":

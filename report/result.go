@@ -36,10 +36,16 @@ type Config struct {
 	Algorithm string `json:"algorithm"` // LOW_LATENCY
 	Layout    string `json:"layout"`    // expert-major | rank-major
 	Ranks     int    `json:"ranks"`
-	// NumBlocks caps the LL grid; 0 means auto. It is printed on ep_bench's
-	// "Max num SMs" line, which caps the same grid there.
-	NumBlocks     int    `json:"num_blocks"`
-	Tokens        int    `json:"tokens"`
+	// NumBlocks is the exact grid (--num-blocks); 0 means auto.
+	NumBlocks int `json:"num_blocks"`
+	// MaxNumSMs caps the automatic grid (-S); 0 means auto. It is printed
+	// on ep_bench's "Max num SMs" line, which caps the same grid there.
+	MaxNumSMs int `json:"max_num_sms,omitempty"`
+	Tokens    int `json:"tokens"`
+	// SubTest is ep_bench's "Sub-test:" line (-l, -N); empty for none.
+	SubTest string `json:"sub_test,omitempty"`
+	// RankTokens is the tokens each rank dispatched, with -l or -N.
+	RankTokens    []int  `json:"rank_tokens,omitempty"`
 	Hidden        int    `json:"hidden"`
 	TopK          int    `json:"top_k"`
 	Experts       int    `json:"experts"`
@@ -123,6 +129,12 @@ type Bytes struct {
 	Dispatch   int64 `json:"dispatch"`
 	Combine    int64 `json:"combine"`
 	Selections int64 `json:"selections"`
+	// Rank-major: rank 0's messages to other ranks (one per token and
+	// destination rank) and the bytes they carry each way, which ep_bench's
+	// per-selection byte counts do not show.
+	Messages     int64 `json:"messages,omitempty"`
+	WireDispatch int64 `json:"wire_dispatch,omitempty"`
+	WireCombine  int64 `json:"wire_combine,omitempty"`
 }
 
 // Setup holds set-up timings in milliseconds, reduced over ranks.
@@ -157,6 +169,8 @@ type Validation struct {
 	CalcDiff       float64
 	GlobalDispatch bool
 	GlobalCombine  bool
+	// DispatchOnly: the combine was not checked (-D).
+	DispatchOnly bool
 }
 
 // validationJSON is Validation on the wire: JSON has no NaN, so a non-finite
@@ -167,11 +181,13 @@ type validationJSON struct {
 	CalcDiff       *float64 `json:"calc_diff"`
 	GlobalDispatch bool     `json:"global_dispatch_passed"`
 	GlobalCombine  bool     `json:"global_combine_passed"`
+	DispatchOnly   bool     `json:"dispatch_only,omitempty"`
 }
 
 // MarshalJSON writes a non-finite CalcDiff as null.
 func (v Validation) MarshalJSON() ([]byte, error) {
-	w := validationJSON{Dispatch: v.Dispatch, Combine: v.Combine, GlobalDispatch: v.GlobalDispatch, GlobalCombine: v.GlobalCombine}
+	w := validationJSON{Dispatch: v.Dispatch, Combine: v.Combine, GlobalDispatch: v.GlobalDispatch, GlobalCombine: v.GlobalCombine,
+		DispatchOnly: v.DispatchOnly}
 	if !math.IsNaN(v.CalcDiff) && !math.IsInf(v.CalcDiff, 0) {
 		w.CalcDiff = &v.CalcDiff
 	}
@@ -187,7 +203,8 @@ func (v *Validation) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*v = Validation{Dispatch: w.Dispatch, Combine: w.Combine, CalcDiff: math.NaN(), GlobalDispatch: w.GlobalDispatch, GlobalCombine: w.GlobalCombine}
+	*v = Validation{Dispatch: w.Dispatch, Combine: w.Combine, CalcDiff: math.NaN(), GlobalDispatch: w.GlobalDispatch, GlobalCombine: w.GlobalCombine,
+		DispatchOnly: w.DispatchOnly}
 	if w.CalcDiff != nil {
 		v.CalcDiff = *w.CalcDiff
 	}

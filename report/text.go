@@ -62,8 +62,8 @@ const TimingBackToBack = "back-to-back (no sync or barrier between pairs)"
 func WriteHeader(w io.Writer, c Config, topology []string) error {
 	p := newPrinter(w)
 	sms := "auto"
-	if c.NumBlocks > 0 {
-		sms = fmt.Sprint(c.NumBlocks)
+	if c.MaxNumSMs > 0 {
+		sms = fmt.Sprint(c.MaxNumSMs)
 	}
 	p.line(Title)
 	p.line("Configuration:")
@@ -72,6 +72,9 @@ func WriteHeader(w io.Writer, c Config, topology []string) error {
 	p.printf("  Ranks:           %d\n", c.Ranks)
 	p.line("  Max num SMs:     " + sms)
 	p.printf("  Tokens:          %d\n", c.Tokens)
+	if c.SubTest != "" {
+		p.line("  Sub-test:        " + oneLine(c.SubTest))
+	}
 	p.printf("  Hidden:          %d\n", c.Hidden)
 	p.printf("  Top-k:           %d\n", c.TopK)
 	p.printf("  Experts:         %d (local: %d)\n", c.Experts, c.LocalExperts)
@@ -90,6 +93,13 @@ func WriteHeader(w io.Writer, c Config, topology []string) error {
 		p.line("  Timing:          " + TimingBackToBack)
 	}
 	p.line("")
+	if len(c.RankTokens) > 0 && c.SubTest != "" && strings.HasPrefix(c.SubTest, "Non-uniform") {
+		counts := make([]string, len(c.RankTokens))
+		for r, n := range c.RankTokens {
+			counts[r] = fmt.Sprintf("r%d=%d", r, n)
+		}
+		p.line("Per-rank token counts: " + strings.Join(counts, " "))
+	}
 	for _, l := range topology {
 		p.line(oneLine(l))
 	}
@@ -118,6 +128,10 @@ func WriteSummary(w io.Writer, s Summary) error {
 	}
 	p.printf("\nByte counts: dispatch=%s MB (%s), combine=%s MB (BF16), selections=%d\n",
 		num(float64(s.Bytes.Dispatch)/1e6), dt, num(float64(s.Bytes.Combine)/1e6), s.Bytes.Selections)
+	if b := s.Bytes; b.Messages > 0 {
+		p.printf("Bytes between GPUs: dispatch=%s MB (%s), combine=%s MB (BF16), messages=%d\n",
+			num(float64(b.WireDispatch)/1e6), dt, num(float64(b.WireCombine)/1e6), b.Messages)
+	}
 	return p.err
 }
 
@@ -148,6 +162,10 @@ func WriteValidation(w io.Writer, v Validation) error {
 	p := newPrinter(w)
 	p.line("\n=== Data Validation ===")
 	p.line("Dispatch validation: " + verdict(v.Dispatch))
+	if v.DispatchOnly {
+		p.printf("\nGlobal validation: Dispatch=%s\n", passed(v.GlobalDispatch))
+		return p.err
+	}
 	p.printf("Combine validation:  %s (calc_diff=%s)\n", verdict(v.Combine), sci(v.CalcDiff))
 	p.printf("\nGlobal validation: Dispatch=%s, Combine=%s\n", passed(v.GlobalDispatch), passed(v.GlobalCombine))
 	return p.err

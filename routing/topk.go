@@ -37,7 +37,16 @@ func GenSeed(seed uint32, rank, ranks, j int) uint32 {
 // Then, from the same generator, MaskDraws times a token uniform in
 // [0, tokens-1] and a slot uniform in [0, topk-1] are drawn and that entry
 // is set to -1.
+//
+// A rank that dispatches no tokens (ep_bench's --non-uniform-tokens) has an
+// empty table.
 func TopK(tokens, experts, topk int, genSeed uint32) ([]int64, error) {
+	if tokens == 0 {
+		if err := checkRouting(1, experts, topk); err != nil {
+			return nil, err
+		}
+		return []int64{}, nil
+	}
 	if err := checkRouting(tokens, experts, topk); err != nil {
 		return nil, err
 	}
@@ -65,6 +74,30 @@ func TopK(tokens, experts, topk int, genSeed uint32) ([]int64, error) {
 		idx[int(t)*topk+int(k)] = -1
 	}
 	return idx, nil
+}
+
+// NonUniformSeed seeds the per-rank token counts of ep_bench's
+// --non-uniform-tokens.
+const NonUniformSeed = 0xEB12345
+
+// RankTokens are the tokens each of ranks dispatches with ep_bench's
+// --non-uniform-tokens and at most tokens per rank: std::mt19937(0xEB12345),
+// uniform_int_distribution<unsigned>(0, tokens) drawn once per rank in rank
+// order, then rank 0 set to tokens and the last rank to 0.
+func RankTokens(tokens, ranks int) []int {
+	g := NewMT19937(NonUniformSeed)
+	d, _ := NewUniformUint32(0, uint32(max(tokens, 0)))
+	out := make([]int, ranks)
+	for r := range out {
+		out[r] = int(d.Next(g))
+	}
+	if ranks > 0 {
+		out[0] = tokens
+	}
+	if ranks > 1 {
+		out[ranks-1] = 0
+	}
+	return out
 }
 
 // TopKInt32 is TopK narrowed to int32 (ep_bench's --topk-idx-int32 layout).

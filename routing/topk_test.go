@@ -128,8 +128,8 @@ func TestTopKInt32(t *testing.T) {
 	if Selections(b) != Selections(a) {
 		t.Fatal("Selections differs between int32 and int64 tables")
 	}
-	if _, err := TopKInt32(0, 64, 4, 5); err == nil {
-		t.Fatal("TopKInt32 accepted 0 tokens")
+	if _, err := TopKInt32(-1, 64, 4, 5); err == nil {
+		t.Fatal("TopKInt32 accepted -1 tokens")
 	}
 }
 
@@ -138,7 +138,6 @@ func TestTopKErrors(t *testing.T) {
 		tokens, experts, topk int
 		want                  string
 	}{
-		{0, 256, 8, "routing: tokens must be positive, got 0"},
 		{-3, 256, 8, "routing: tokens must be positive, got -3"},
 		{128, 0, 8, "routing: experts must be positive, got 0"},
 		{128, 256, 0, "routing: top-k must be positive, got 0"},
@@ -194,4 +193,51 @@ func TestSelections(t *testing.T) {
 	if got := Selections([]int32{}); got != 0 {
 		t.Errorf("Selections(empty) = %d, want 0", got)
 	}
+}
+
+// --non-uniform-tokens: rank 0 all, the last rank none, the others drawn in
+// [0, tokens]; the same on every rank; a rank with none has an empty table.
+func TestRankTokens(t *testing.T) {
+	c := RankTokens(128, 8)
+	if len(c) != 8 || c[0] != 128 || c[7] != 0 {
+		t.Fatalf("%v", c)
+	}
+	for _, v := range c {
+		if v < 0 || v > 128 {
+			t.Fatalf("%v", c)
+		}
+	}
+	if d := RankTokens(128, 8); !slicesEqual(c, d) {
+		t.Fatalf("not reproducible: %v, %v", c, d)
+	}
+	// The draws are mt19937(0xEB12345)'s, uniform in [0, 128].
+	g := NewMT19937(NonUniformSeed)
+	u, _ := NewUniformUint32(0, 128)
+	for r := 0; r < 8; r++ {
+		v := int(u.Next(g))
+		if r > 0 && r < 7 && c[r] != v {
+			t.Fatalf("rank %d: %d, the draw is %d", r, c[r], v)
+		}
+	}
+	// libstdc++ (GCC 12) draws 73 16 19 1 50 26 89 26 from the same
+	// generator and distribution.
+	if want := []int{128, 16, 19, 1, 50, 26, 89, 0}; !slicesEqual(c, want) {
+		t.Errorf("%v, want %v", c, want)
+	}
+	idx, err := TopK(0, 256, 8, 1)
+	if err != nil || len(idx) != 0 {
+		t.Fatalf("no tokens: %v, %v", idx, err)
+	}
+}
+
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -75,3 +75,24 @@ func ThroughputGBps(bytes int64, avgUs float64) float64 {
 	}
 	return (float64(bytes) / 1e9) / (avgUs * 1e-6)
 }
+
+// Messages counts a rank's (token, destination rank) pairs to other ranks:
+// what the rank-major layout sends, a token once per rank that hosts any of
+// its selections. topkIdx is [tokens, topk]; localExperts experts per rank.
+func Messages(topkIdx []int64, topk, localExperts, rank int) int {
+	n := 0
+	for t := 0; t+topk <= len(topkIdx); t += topk {
+		seen := map[int64]bool{}
+		for _, e := range topkIdx[t : t+topk] {
+			if e < 0 {
+				continue
+			}
+			q := e / int64(localExperts)
+			if q != int64(rank) && !seen[q] {
+				seen[q] = true
+				n++
+			}
+		}
+	}
+	return n
+}

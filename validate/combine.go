@@ -14,8 +14,8 @@ import (
 // computes calc_diff.
 func checkCombine(in *Input, out *ll.Outputs) (string, float64) {
 	s := in.Shape
-	if len(out.Out) != s.Tokens*s.Hidden {
-		return fmt.Sprintf("rank %d: combine output has %d elements, want %d", s.Rank, len(out.Out), s.Tokens*s.Hidden), math.NaN()
+	if len(out.Out) != s.Own()*s.Hidden {
+		return fmt.Sprintf("rank %d: combine output has %d elements, want %d", s.Rank, len(out.Out), s.Own()*s.Hidden), math.NaN()
 	}
 	want, ref := expected(in)
 	diff := CalcDiff(out.Out, ref)
@@ -52,8 +52,8 @@ func ExpectedOut(in Input) ([]uint16, error) {
 func expected(in *Input) ([]uint16, []float64) {
 	s := in.Shape
 	H, K, L := s.Hidden, s.TopK, s.LocalExperts()
-	out := make([]uint16, s.Tokens*H)
-	ref := make([]float64, s.Tokens*H)
+	out := make([]uint16, s.Own()*H)
+	ref := make([]float64, s.Own()*H)
 	x := make([]uint16, H)
 	y := make([]float32, H) // the identity expert's output, as fp32
 	acc := make([]float32, H)
@@ -64,7 +64,7 @@ func expected(in *Input) ([]uint16, []float64) {
 	if in.Dtype == config.DtypeFP8E4M3 {
 		q, scales, deq = make([]uint8, H), make([]float32, H/channelsPerScale), make([]uint16, H)
 	}
-	for t := 0; t < s.Tokens; t++ {
+	for t := 0; t < s.Own(); t++ {
 		_ = routing.FillRow(x, s.Rank, t, in.Generation) // the shape was checked
 		yBits := x
 		if in.Dtype == config.DtypeFP8E4M3 {
@@ -78,14 +78,27 @@ func expected(in *Input) ([]uint16, []float64) {
 		idx := in.topk(s.Rank, t)
 		w := in.Weights[t*K : (t+1)*K]
 		clear(acc)
-		switch in.Mode {
-		case config.DirectSend:
+		switch {
+		case s.RankMajor:
+			// One slot per rank the token routes to, scaled by that rank's
+			// weight sum (the validated pair's pre-scaling), the scaled bf16
+			// rows added in rank order.
+			for q := 0; q < s.Ranks; q++ {
+				if !routesHere(idx, q, L) {
+					continue
+				}
+				ws := rankSum(idx, w, q, L)
+				for c := range acc {
+					acc[c] = acc[c] + bf16.ToFloat32(bf16.FromFloat32(float32(y[c]*ws)))
+				}
+			}
+		case in.Mode == config.DirectSend:
 			for k, e := range idx {
 				if e >= 0 {
 					weightedAdd(acc, w[k], y)
 				}
 			}
-		case config.RankLocalReduce:
+		case in.Mode == config.RankLocalReduce:
 			for owner := 0; owner < s.Ranks; owner++ {
 				clear(part)
 				hit := false

@@ -31,6 +31,9 @@ type dispatchChecker struct {
 // checkDispatch returns the first dispatch failure, or "".
 func checkDispatch(in *Input, out *ll.Outputs) string {
 	s := in.Shape
+	if s.RankMajor {
+		return checkDispatchRM(in, out)
+	}
 	d := &dispatchChecker{in: in, out: out, rank: s.Rank, L: s.LocalExperts(), RT: s.Ranks * s.Tokens, H: s.Hidden}
 	if msg := d.checkSizes(); msg != "" {
 		return fmt.Sprintf("rank %d: %s", d.rank, msg)

@@ -22,8 +22,9 @@ type Input struct {
 	// TopK is the topk_idx of every rank for the routing in use,
 	// [Ranks, Tokens, TopK] row-major (rank 0's table first).
 	TopK []int64
-	// Weights is this rank's topk_weights, [Tokens, TopK]. Nil means
-	// routing.Weights(Shape.Rank, Shape.Tokens, Shape.TopK).
+	// Weights is this rank's topk_weights, [Tokens, TopK] (the first
+	// Shape.Own() tokens are used). Nil means routing.Weights(Shape.Rank,
+	// Shape.Tokens, Shape.TopK).
 	Weights []float32
 	// Generation is the token rows the pair ran on (routing.FillRow): 0,
 	// ep_bench's validation rows, or a high-entropy generation.
@@ -111,6 +112,13 @@ func (in *Input) check() error {
 		return fmt.Errorf("experts %d must be a multiple of the %d ranks and at most %d", s.Experts, s.Ranks, config.MaxExperts)
 	case s.Ranks > math.MaxInt32/s.Tokens:
 		return fmt.Errorf("%d ranks of %d tokens overflow", s.Ranks, s.Tokens)
+	case s.Counts != nil && len(s.Counts) != s.Ranks:
+		return fmt.Errorf("%d token counts for %d ranks", len(s.Counts), s.Ranks)
+	}
+	for r := 0; r < s.Ranks; r++ {
+		if n := s.TokensOf(r); n < 0 || n > s.Tokens {
+			return fmt.Errorf("rank %d dispatches %d tokens, outside [0, %d]", r, n, s.Tokens)
+		}
 	}
 	switch in.Dtype {
 	case config.DtypeBF16, config.DtypeFP8E4M3:
@@ -118,7 +126,11 @@ func (in *Input) check() error {
 		return fmt.Errorf("unknown dispatch dtype %v", in.Dtype)
 	}
 	switch in.Mode {
-	case config.RankLocalReduce, config.DirectSend:
+	case config.RankLocalReduce:
+	case config.DirectSend:
+		if s.RankMajor {
+			return fmt.Errorf("direct_send does not apply to the rank-major layout")
+		}
 	default:
 		return fmt.Errorf("unknown combine mode %v", in.Mode)
 	}

@@ -35,6 +35,6 @@ func Validator(shape ll.Shape, cfg *config.Config) func(o *ll.Outputs, j, gen in
 			}
 		}
 		return Check(Input{Shape: shape, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: all, Weights: weights,
-			Generation: gen}, o), nil
+			Generation: gen, SkipCombine: cfg.DispatchOnly}, o), nil
 	}
 }
