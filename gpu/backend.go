@@ -17,7 +17,7 @@ import (
 // buffers of its launch plan (kernels.Plan), the kernels of the plan's
 // variants, and one stream.
 type Backend struct {
-	shape   ll.Shape // Tokens: the current count (SetTokens), at most the plan's
+	shape   ll.Shape // Tokens and Counts: the current ones (SetShape), at most the plan's
 	cfg     *config.Config
 	plan    *kernels.Plan
 	dev     *Device
@@ -129,7 +129,7 @@ func (b *Backend) setup(g Gatherer, sh Sharing) error {
 			return err
 		}
 	}
-	if err := b.upload(b.shape.Tokens); err != nil {
+	if err := b.upload(b.shape); err != nil {
 		return err
 	}
 
@@ -138,6 +138,7 @@ func (b *Backend) setup(g Gatherer, sh Sharing) error {
 		Peers: m.peers, Err: m.errw.Dev, X: m.x,
 		RecvX: m.recvX, RecvCount: m.recvCount, SrcInfo: m.srcInfo, LayoutRange: m.layoutRange,
 		RowPos: m.rowPos, Y: m.recvX, Out: m.out, RecvScales: m.recvScales,
+		RecvTopkIdx: m.recvTopkIdx, RecvTopkW: m.recvTopkW, TokensOf: m.tokensOf, OwnTokens: int32(s.Own()),
 		TimeoutNs: uint64(cfg.TimeoutMs) * 1_000_000,
 		Clock:     m.clock,
 		JitterNs:  uint64(cfg.JitterUs) * 1000,
@@ -155,11 +156,15 @@ func (b *Backend) setup(g Gatherer, sh Sharing) error {
 
 // gridFor is the grid of a launch: --num-blocks, or the GPU's SMs divided
 // among the ranks that share it, so that all their blocks can be resident
-// at once (selectKernels checks that they can).
+// at once (selectKernels checks that they can), at most -S/--max-num-sms.
 func (b *Backend) gridFor(sharers int) (int, error) {
 	sms := b.dev.Info.SMs
 	if b.cfg.NumBlocks == 0 {
-		return max(1, sms/sharers), nil
+		grid := max(1, sms/sharers)
+		if b.cfg.MaxNumSMs > 0 {
+			grid = min(grid, b.cfg.MaxNumSMs)
+		}
+		return grid, nil
 	}
 	if err := b.cfg.CheckNumBlocks(sms); err != nil {
 		return 0, err
@@ -194,12 +199,21 @@ func b01(b bool) int {
 	return 0
 }
 
-// SetTokens re-targets the set-up buffers, sized for the plan's tokens, at
-// t ≤ that many tokens per rank (for sweeps): new inputs, same memory. Every
-// rank must call it with the same t before the next operation.
-func (b *Backend) SetTokens(t int) error {
-	if t < 1 || t > b.plan.Cfg.Tokens {
+// SetShape re-targets the set-up buffers, sized for the plan's tokens, at
+// shape s of at most that many tokens per rank (for sweeps): new inputs,
+// same memory. Only the shape's Tokens and Counts may differ from the
+// set-up's. Every rank must call it with the same shape before the next
+// operation.
+func (b *Backend) SetShape(s ll.Shape) error {
+	t, was := s.Tokens, b.shape
+	switch {
+	case t < 1 || t > b.plan.Cfg.Tokens:
 		return fmt.Errorf("tokens %d outside the set-up's 1..%d", t, b.plan.Cfg.Tokens)
+	case s.Ranks != was.Ranks || s.Rank != was.Rank || s.Hidden != was.Hidden || s.TopK != was.TopK ||
+		s.Experts != was.Experts || s.RankMajor != was.RankMajor || (s.Counts == nil) != (was.Counts == nil):
+		return fmt.Errorf("gpu: a new shape may change only the tokens per rank (%+v, set up for %+v)", s, was)
+	case s.Counts != nil && len(s.Counts) != s.Ranks:
+		return fmt.Errorf("gpu: %d token counts for %d ranks", len(s.Counts), s.Ranks)
 	}
 	if err := b.stream.Sync(); err != nil {
 		return err
@@ -207,11 +221,11 @@ func (b *Backend) SetTokens(t int) error {
 	if err := b.dropGraphs(); err != nil {
 		return err
 	}
-	if err := b.upload(t); err != nil {
+	if err := b.upload(s); err != nil {
 		return err
 	}
-	b.shape.Tokens = t
-	b.args.Tokens = int32(t)
+	b.shape = s
+	b.args.Tokens, b.args.OwnTokens = int32(t), int32(s.Own())
 	if err := b.selectKernels(); err != nil { // the variant and grid may change with t
 		return err
 	}

@@ -34,7 +34,7 @@ func (b *Backend) Launch() kernels.Launch { return b.cur }
 // set-up and whenever the token count changes, so a launch only reads what
 // it set.
 func (b *Backend) selectKernels() error {
-	l, err := b.plan.Launch(b.shape.Tokens)
+	l, err := b.plan.Launch(b.shape.Tokens, b.shape.Own())
 	if err != nil {
 		return err
 	}

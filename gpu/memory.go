@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/epbench/epbench/kernels"
+	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/routing"
 )
 
@@ -33,6 +34,8 @@ type memory struct {
 	sym                                                            uint64
 	peers, x, xgen, recvX, recvCount, srcInfo, layoutRange, rowPos uint64
 	out, recvScales                                                uint64
+	recvTopkIdx, recvTopkW                                         uint64   // rank-major, else 0
+	tokensOf                                                       uint64   // int32 [R] (-l, -N), else 0
 	idx, w                                                         []uint64 // per routing
 	clock                                                          uint64   // --cuda-graph: the kernels' device clock, else 0
 	traceD, traceC                                                 uint64   // EPBENCH_TRACE: phase stamps, else 0
@@ -61,6 +64,7 @@ func (m *memory) allocate(p *kernels.Plan, s Stream) error {
 	}{
 		{&m.peers, l.Peers}, {&m.x, l.X}, {&m.xgen, l.XGen}, {&m.recvX, l.RecvX}, {&m.recvCount, l.RecvCount}, {&m.srcInfo, l.SrcInfo},
 		{&m.layoutRange, l.LayoutRange}, {&m.rowPos, l.RowPos}, {&m.out, l.Out}, {&m.recvScales, l.RecvScales},
+		{&m.recvTopkIdx, l.RecvTopkIdx}, {&m.recvTopkW, l.RecvTopkW}, {&m.tokensOf, l.TokensOf},
 		{&m.clock, l.Clock}, {&m.traceD, l.Trace}, {&m.traceC, l.Trace},
 	} {
 		if b.size == 0 {
@@ -121,10 +125,21 @@ func (m *memory) free() error {
 	return errors.Join(errs...)
 }
 
-// upload writes the inputs for t tokens: token rows and weights as ep_bench
-// makes them, one routing per j.
-func (b *Backend) upload(t int) error {
-	s, m := b.shape, &b.mem
+// upload writes the inputs of shape s: token rows and weights as ep_bench
+// makes them, one routing per j drawn for the tokens this rank dispatches,
+// and the tokens every rank dispatches where they differ (-l, -N).
+func (b *Backend) upload(s ll.Shape) error {
+	m := &b.mem
+	t := s.Tokens
+	if m.tokensOf != 0 {
+		counts := make([]int32, s.Ranks)
+		for r := range counts {
+			counts[r] = int32(s.TokensOf(r))
+		}
+		if err := CopyToDevice(m.tokensOf, i32bytes(counts), b.stream); err != nil {
+			return err
+		}
+	}
 	rows, err := routing.TokenRows(s.Rank, t, s.Hidden)
 	if err != nil {
 		return err
@@ -137,9 +152,12 @@ func (b *Backend) upload(t int) error {
 		return err
 	}
 	for j := range m.idx {
-		idx, err := routing.TopK(t, s.Experts, s.TopK, routing.GenSeed(b.cfg.Seed, s.Rank, s.Ranks, j))
+		idx, err := s.Routing(b.cfg.Seed, s.Rank, j)
 		if err != nil {
 			return err
+		}
+		if len(idx) == 0 { // a rank without tokens
+			continue
 		}
 		if err := CopyToDevice(m.idx[j], i64bytes(idx), b.stream); err != nil {
 			return err

@@ -90,6 +90,9 @@ func (Hooks) Platform(w *bench.World, cfg *config.Config) (*bench.Platform, erro
 			DeltaMiB:           mib(freePre - free),
 		}
 	}
+	if cfg.Profile {
+		plat.Profiler = &bench.Profiler{Start: ProfilerStart, Stop: ProfilerStop, Push: RangePush, Pop: RangePop}
+	}
 	switch {
 	case !cfg.KernelTiming:
 		plat.KernelNote = report.NoteKernelDisabled
@@ -188,6 +191,9 @@ func topology(all []rankDevice, b *Backend) []string {
 	grid := fmt.Sprintf("%d blocks x %d threads", l.Grid, l.Threads)
 	if n := b.sharing.Ranks; n > 1 {
 		grid += fmt.Sprintf(" (the GPU's %d SMs shared by %d ranks)", b.dev.Info.SMs, n)
+	}
+	if m := b.cfg.MaxNumSMs; m > 0 && b.cfg.NumBlocks == 0 {
+		grid += fmt.Sprintf(" (-S/--max-num-sms %d)", m)
 	}
 	lines = append(lines, fmt.Sprintf("  transport: CUDA IPC over NVLink P2P; kernels: %s, %s; signalling: dispatch %s, combine %s", grid, launch, d, c))
 	return lines

@@ -29,6 +29,21 @@ func TestPlatformMeasuresAndValidates(t *testing.T) {
 			{1, backToBack},
 			{32, func(c *config.Config) { backToBack(c); c.Protocol, c.CUDAGraph = config.ProtocolFenced, true }},
 			{8, func(c *config.Config) { backToBack(c); c.DispatchDtype = config.DtypeFP8E4M3 }},
+			// ep_bench's sub-tests: the rank-major layout in every protocol,
+			// fewer and uneven tokens (a rank with none), the SM cap.
+			{128, rankMajor},
+			{1, rankMajor},
+			{32, func(c *config.Config) { rankMajor(c); c.Protocol = config.ProtocolFenced }},
+			{8, func(c *config.Config) { rankMajor(c); c.Protocol = config.ProtocolFenced }},
+			{128, func(c *config.Config) { rankMajor(c); c.DispatchDtype = config.DtypeFP8E4M3 }},
+			{128, func(c *config.Config) { rankMajor(c); backToBack(c) }},
+			{128, func(c *config.Config) { c.DispatchTokens = 64 }},
+			{128, func(c *config.Config) { c.DispatchTokens = 5 }},
+			{128, func(c *config.Config) { c.NonUniform = true }},
+			{128, func(c *config.Config) { rankMajor(c); c.NonUniform = true }},
+			{32, func(c *config.Config) { c.NonUniform, c.Protocol = true, config.ProtocolFenced }},
+			{2, func(c *config.Config) { rankMajor(c); c.NonUniform = true }},
+			{128, func(c *config.Config) { c.MaxNumSMs = 20 }},
 		} {
 			cfg := testConfig()
 			cfg.Tokens, cfg.Validate, cfg.Warmup, cfg.Iters = c.tokens, true, 2, 10
@@ -48,26 +63,34 @@ func TestPlatformMeasuresAndValidates(t *testing.T) {
 			if res.Memory == nil || len(res.Topology) < 2 || !strings.Contains(res.Topology[len(res.Topology)-1], "signalling: dispatch") {
 				return fmt.Errorf("%d tokens: memory %v, topology %q", c.tokens, res.Memory, res.Topology)
 			}
+			if m := cfg.MaxNumSMs; m > 0 && !strings.Contains(res.Topology[len(res.Topology)-1], fmt.Sprintf("kernels: %d blocks", m)) {
+				return fmt.Errorf("-S %d: topology %q", m, res.Topology)
+			}
 		}
-		sw, err := config.ParseSweep([]string{"-t", "1,2,4,64", "-V", "-w", "1", "-i", "4"}, nil)
-		if err != nil {
-			return err
-		}
-		for _, c := range sw.Points {
-			c.PTXDir = testConfig().PTXDir
-		}
-		out, err := bench.Sweep(w, sw, open, func(int, *report.Sweep, report.SweepPoint) error { return nil })
-		if err != nil {
-			return err
-		}
-		for _, p := range out.Points {
-			if p.Result.Failed() {
-				return fmt.Errorf("sweep at %d tokens: validation failed", p.Tokens)
+		for _, args := range [][]string{{"-t", "1,2,4,64", "-V", "-w", "1", "-i", "4"}, {"-t", "1,16,64", "-L", "rm", "-N", "-V", "-w", "1", "-i", "4"}} {
+			sw, err := config.ParseSweep(args, nil)
+			if err != nil {
+				return err
+			}
+			for _, c := range sw.Points {
+				c.PTXDir = testConfig().PTXDir
+			}
+			out, err := bench.Sweep(w, sw, open, func(int, *report.Sweep, report.SweepPoint) error { return nil })
+			if err != nil {
+				return fmt.Errorf("sweep %q: %w", args, err)
+			}
+			for _, p := range out.Points {
+				if p.Result.Failed() {
+					return fmt.Errorf("sweep %q at %d tokens: validation failed", args, p.Tokens)
+				}
 			}
 		}
 		return nil
 	})
 }
+
+// rankMajor makes a configuration use the rank-major layout.
+func rankMajor(c *config.Config) { c.Layout = config.RankMajor }
 
 // backToBack makes a configuration run its timed pairs back to back with
 // jitter, every fifth validated in the stream.

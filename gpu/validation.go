@@ -4,6 +4,7 @@ import (
 	"errors"
 	"unsafe"
 
+	"github.com/epbench/epbench/kernels"
 	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/routing"
 )
@@ -37,11 +38,18 @@ type genRows struct {
 
 // Generation implements bench.Backend: generation 0 is the set-up's rows
 // (mem.x); another generation's rows are computed here, copied into
-// mem.xgen in stream order, and the dispatches that follow read them.
+// mem.xgen in stream order, and the dispatches that follow read them. The
+// rank-major combine of another generation (a validated pair) scales each
+// slot by its weight sum first (kernels.FlagPrescale), as the CPU reference
+// does.
 func (b *Backend) Generation(g int) error {
+	b.args.Flags &^= kernels.FlagPrescale
 	if g == 0 {
 		b.args.X = b.mem.x
 		return nil
+	}
+	if b.plan.RankMajor() {
+		b.args.Flags |= kernels.FlagPrescale
 	}
 	s := b.shape
 	rows, err := routing.Rows(s.Rank, s.Tokens, s.Hidden, g)
@@ -78,7 +86,10 @@ func (b *Backend) Generation(g int) error {
 // Poison implements bench.Backend.
 func (b *Backend) Poison(shared bool) error {
 	m := &b.mem
-	for _, p := range []uint64{m.recvX, m.recvCount, m.srcInfo, m.layoutRange, m.out, m.recvScales} {
+	for _, p := range []uint64{m.recvX, m.recvCount, m.srcInfo, m.layoutRange, m.out, m.recvScales, m.recvTopkIdx, m.recvTopkW} {
+		if p == 0 {
+			continue
+		}
 		if err := MemsetD32Async(p, poisonWord, int(m.sizes[p]/4), b.stream); err != nil {
 			return err
 		}
@@ -104,12 +115,15 @@ type snapshot struct {
 }
 
 // outputSpans are the outputs of the current shape in the order Snapshot
-// copies them: device address and bytes.
+// copies them: device address and bytes (outputSizes).
 func (b *Backend) outputSpans() [][2]uint64 {
-	s, m := b.shape, &b.mem
-	L, R, T, H := uint64(s.LocalExperts()), uint64(s.Ranks), uint64(s.Tokens), uint64(s.Hidden)
-	rows := L * R * T
-	sp := [][2]uint64{{m.recvCount, 4 * L}, {m.srcInfo, 4 * rows}, {m.layoutRange, 8 * L * R}, {m.out, 2 * T * H}}
+	m := &b.mem
+	n := b.outputSizes()
+	sp := [][2]uint64{{m.recvCount, 4 * n.count}, {m.srcInfo, 4 * n.rows}, {m.layoutRange, 8 * n.ranges}, {m.out, 2 * n.out}}
+	if n.rm {
+		sp = append(sp, [2]uint64{m.recvTopkIdx, 4 * n.rows * n.k}, [2]uint64{m.recvTopkW, 4 * n.rows * n.k})
+	}
+	rows, H := n.rows, n.h
 	if b.args.FP8 != 0 {
 		return append(sp, [2]uint64{m.recvX, rows * H}, [2]uint64{m.recvScales, 4 * rows * (H / 128)})
 	}
@@ -142,6 +156,9 @@ func (b *Backend) Snapshot() (func() (*ll.Outputs, error), error) {
 	spans := b.outputSpans()
 	off := 0
 	for _, sp := range spans {
+		if sp[1] == 0 {
+			continue
+		}
 		if err := CopyFromDeviceAsync(sn.host, off, sp[0], int(sp[1]), b.stream); err != nil {
 			return nil, err
 		}
@@ -151,7 +168,7 @@ func (b *Backend) Snapshot() (func() (*ll.Outputs, error), error) {
 		return nil, err
 	}
 	sn.busy = true
-	s := b.shape
+	n := b.outputSizes()
 	fp8 := b.args.FP8 != 0
 	return func() (*ll.Outputs, error) {
 		defer func() { sn.busy = false }()
@@ -163,26 +180,32 @@ func (b *Backend) Snapshot() (func() (*ll.Outputs, error), error) {
 		}
 		// Views of the page-locked copy, no allocation: they hold until the
 		// slot is taken again, two snapshots later.
-		L, R, T, H := s.LocalExperts(), s.Ranks, s.Tokens, s.Hidden
-		rows := L * R * T
 		p := unsafe.Pointer(unsafe.SliceData(sn.host.Bytes()))
 		off := uintptr(0)
-		next := func(n uint64) unsafe.Pointer {
+		i := 0
+		next := func() unsafe.Pointer {
 			q := unsafe.Add(p, off)
-			off += uintptr(n)
+			off += uintptr(spans[i][1])
+			i++
 			return q
 		}
+		rows, H := int(n.rows), int(n.h)
 		o := &ll.Outputs{
-			RecvCount:   unsafe.Slice((*int32)(next(spans[0][1])), L),
-			SrcInfo:     unsafe.Slice((*int32)(next(spans[1][1])), rows),
-			LayoutRange: unsafe.Slice((*int64)(next(spans[2][1])), L*R),
-			Out:         unsafe.Slice((*uint16)(next(spans[3][1])), T*H),
+			RecvCount:   unsafe.Slice((*int32)(next()), n.count),
+			SrcInfo:     unsafe.Slice((*int32)(next()), rows),
+			LayoutRange: unsafe.Slice((*int64)(next()), n.ranges),
+			Out:         unsafe.Slice((*uint16)(next()), n.out),
+		}
+		if n.rm {
+			o.LayoutRange = nil
+			o.RecvTopkIdx = unsafe.Slice((*int32)(next()), rows*int(n.k))
+			o.RecvTopkWeights = unsafe.Slice((*float32)(next()), rows*int(n.k))
 		}
 		if fp8 {
-			o.RecvFP8 = unsafe.Slice((*uint8)(next(spans[4][1])), rows*H)
-			o.RecvScales = unsafe.Slice((*float32)(next(spans[5][1])), rows*(H/128))
+			o.RecvFP8 = unsafe.Slice((*uint8)(next()), rows*H)
+			o.RecvScales = unsafe.Slice((*float32)(next()), rows*(H/128))
 		} else {
-			o.RecvX = unsafe.Slice((*uint16)(next(spans[4][1])), rows*H)
+			o.RecvX = unsafe.Slice((*uint16)(next()), rows*H)
 		}
 		return o, nil
 	}, nil
@@ -191,7 +214,26 @@ func (b *Backend) Snapshot() (func() (*ll.Outputs, error), error) {
 // maxSpans are the sizes of the outputs at the plan's largest shape.
 func (b *Backend) maxSpans() []int64 {
 	l := b.plan.Local
-	return []int64{l.RecvCount, l.SrcInfo, l.LayoutRange, l.Out, l.RecvX, l.RecvScales}
+	return []int64{l.RecvCount, l.SrcInfo, l.LayoutRange, l.Out, l.RecvTopkIdx, l.RecvTopkW, l.RecvX, l.RecvScales}
+}
+
+// outSizes are the element counts of the outputs at the current shape.
+type outSizes struct {
+	rm              bool
+	count, ranges   uint64 // recv_count, layout_range
+	rows, h, k, out uint64 // rows of recv_x (rank-major: slots), hidden, top-k, combine output elements
+}
+
+func (b *Backend) outputSizes() outSizes {
+	s := b.shape
+	L, R, T := uint64(s.LocalExperts()), uint64(s.Ranks), uint64(s.Tokens)
+	n := outSizes{rm: s.RankMajor, h: uint64(s.Hidden), k: uint64(s.TopK), out: uint64(s.Own() * s.Hidden)}
+	if n.rm {
+		n.count, n.rows = R, R*T
+		return n
+	}
+	n.count, n.ranges, n.rows = L, L*R, L*R*T
+	return n
 }
 
 // freeValidation releases what validated pairs made.

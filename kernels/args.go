@@ -12,6 +12,8 @@ type Args struct {
 	RecvX, RecvCount, SrcInfo, LayoutRange uint64
 	RowPos, Y, Out                         uint64
 	RecvScales                             uint64
+	RecvTopkIdx, RecvTopkW                 uint64 // rank-major outputs
+	TokensOf                               uint64 // 0, or int32 [R]: the tokens each rank dispatches
 	Trace                                  uint64
 	OffDispatchSignal, OffCombineSignal    uint64
 	OffDispatchRecv, OffCombineRecv        uint64
@@ -25,12 +27,27 @@ type Args struct {
 	LocalExperts                           int32
 	Epoch, CombineMode                     int32
 	FP8, InlineProto                       int32
-	CombineProto, Reserved                 int32
+	CombineProto                           int32
+	OwnTokens                              int32 // the tokens this rank dispatches
+	Flags                                  int32 // Flag*
+	Reserved                               int32
 }
 
-// ArgsSize is sizeof(LLArgs): 26 eight-byte fields and 12 four-byte fields
+// ArgsSize is sizeof(LLArgs): 29 eight-byte fields and 14 four-byte fields
 // (the test derives it from ll.cuh).
-const ArgsSize = 26*8 + 12*4
+const ArgsSize = 29*8 + 14*4
+
+// Combine modes (LLArgs.combine_mode, kMode* in ll.cuh).
+const (
+	ModeRankLocalReduce = 0
+	ModeDirectSend      = 1
+	ModeRankMajor       = 2 // the rank-major layout; its combine reduces per rank
+)
+
+// FlagPrescale (LLArgs.flags, kFlagPrescale): the rank-major combine scales
+// each slot by the token's weight sum on this rank first, as a validated
+// pair does.
+const FlagPrescale = 1
 
 // ClockBytes is the size of the device clock (kClockWords in ll.cuh): the
 // call count the kernels keep on the device when their arguments cannot
@@ -83,14 +100,14 @@ func (a *Args) Put(b []byte) {
 	o := 0
 	for _, v := range [...]uint64{
 		a.Peers, a.Err, a.X, a.TopkIdx, a.TopkW, a.RecvX, a.RecvCount, a.SrcInfo, a.LayoutRange,
-		a.RowPos, a.Y, a.Out, a.RecvScales, a.Trace, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
+		a.RowPos, a.Y, a.Out, a.RecvScales, a.RecvTopkIdx, a.RecvTopkW, a.TokensOf, a.Trace, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
 		a.OffDispatchCounts, a.OffInlineDispatch, a.OffInlineCounts, a.OffInlineCombine, a.Expect, a.TimeoutNs,
 		a.Clock, a.JitterNs,
 	} {
 		le.PutUint64(b[o:], v)
 		o += 8
 	}
-	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalExperts, a.Epoch, a.CombineMode, a.FP8, a.InlineProto, a.CombineProto, a.Reserved} {
+	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalExperts, a.Epoch, a.CombineMode, a.FP8, a.InlineProto, a.CombineProto, a.OwnTokens, a.Flags, a.Reserved} {
 		le.PutUint32(b[o:], uint32(v))
 		o += 4
 	}
@@ -105,8 +122,8 @@ func HeaderBytes(topk int) int { return (16 + 12*topk + 127) / 128 * 128 }
 func MessageBytes(topk, hidden int) int { return HeaderBytes(topk) + 2*hidden }
 
 // DispatchSharedBytes is the dynamic shared memory of a dispatch launch: two
-// int32 counters per expert.
-func DispatchSharedBytes(experts int) int { return 8 * experts }
+// int32 counters per expert and per rank.
+func DispatchSharedBytes(experts, ranks int) int { return 8 * (experts + ranks) }
 
 // InlineSlotBytes is the size of one inline-protocol dispatch slot
 // (inline_slot_units in ll.cuh, 16-byte units).

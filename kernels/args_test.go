@@ -75,17 +75,21 @@ func TestMirrorsMatchTheSource(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]int{
-		"kThreads":       ThreadsPerBlock,
-		"kSpreadTokens":  SpreadTokens,
-		"kTracePoints":   TracePoints,
-		"kClockWords":    ClockBytes / 8,
-		"kProtoFenced":   int(ProtoFenced),
-		"kProtoInline":   int(ProtoInline),
-		"kProtoLines":    int(ProtoLines),
-		"kPhaseDispatch": PhaseDispatch,
-		"kPhaseCombine":  PhaseCombine,
-		"kPhaseVariant":  PhaseVariant,
-		"kPhaseStale":    PhaseStale,
+		"kThreads":             ThreadsPerBlock,
+		"kSpreadTokens":        SpreadTokens,
+		"kTracePoints":         TracePoints,
+		"kClockWords":          ClockBytes / 8,
+		"kProtoFenced":         int(ProtoFenced),
+		"kProtoInline":         int(ProtoInline),
+		"kProtoLines":          int(ProtoLines),
+		"kPhaseDispatch":       PhaseDispatch,
+		"kPhaseCombine":        PhaseCombine,
+		"kPhaseVariant":        PhaseVariant,
+		"kPhaseStale":          PhaseStale,
+		"kModeRankLocalReduce": ModeRankLocalReduce,
+		"kModeDirectSend":      ModeDirectSend,
+		"kModeRankMajor":       ModeRankMajor,
+		"kFlagPrescale":        FlagPrescale,
 	} {
 		got, ok := consts[name]
 		if !ok {

@@ -37,6 +37,7 @@ type Variant struct {
 	Dispatch, Combine int32 // Proto*
 	FP8               bool  // dispatch carries E4M3
 	DirectSend        bool  // combine mode direct_send (else rank_local_reduce)
+	RankMajor         bool  // the rank-major layout (its combine reduces per rank; never with DirectSend)
 }
 
 // Spreads reports whether a dispatch of `tokens` tokens in this variant
@@ -89,6 +90,9 @@ func (v Variant) String() string {
 	if v.DirectSend {
 		mode = "ds"
 	}
+	if v.RankMajor {
+		mode = "rm"
+	}
 	return fmt.Sprintf("%s_%s_%s_%s", ProtoNames[v.Dispatch], ProtoNames[v.Combine], dt, mode)
 }
 
@@ -100,14 +104,25 @@ func (v Variant) Module() string { return "ll_" + v.String() + ".ptx" }
 // hashes them, so their spelling is fixed).
 func (v Variant) Defines() string {
 	return fmt.Sprintf("-DEPBENCH_DISPATCH_PROTO=%d -DEPBENCH_COMBINE_PROTO=%d -DEPBENCH_FP8=%d -DEPBENCH_COMBINE_MODE=%d",
-		v.Dispatch, v.Combine, b01(v.FP8), b01(v.DirectSend))
+		v.Dispatch, v.Combine, b01(v.FP8), v.mode())
+}
+
+// mode is the variant's LLArgs.combine_mode (Mode*).
+func (v Variant) mode() int32 {
+	switch {
+	case v.RankMajor:
+		return ModeRankMajor
+	case v.DirectSend:
+		return ModeDirectSend
+	}
+	return ModeRankLocalReduce
 }
 
 // SetArgs sets the fields of a that name the variant (the kernels check
 // them against their module's).
 func (v Variant) SetArgs(a *Args) {
 	a.InlineProto, a.CombineProto = v.Dispatch, v.Combine
-	a.FP8, a.CombineMode = int32(b01(v.FP8)), int32(b01(v.DirectSend))
+	a.FP8, a.CombineMode = int32(b01(v.FP8)), v.mode()
 }
 
 // variantsFile lists the variants, one name (Variant.String) a line, #
@@ -160,11 +175,11 @@ func parseVariants(text string) ([]Variant, error) {
 }
 
 // parseVariant is the variant of a name Variant.String gives:
-// <dispatch>_<combine>_<bf16|fp8>_<rlr|ds>, the protocols by ProtoNames.
+// <dispatch>_<combine>_<bf16|fp8>_<rlr|ds|rm>, the protocols by ProtoNames.
 func parseVariant(name string) (Variant, error) {
 	parts := strings.Split(name, "_")
 	if len(parts) != 4 {
-		return Variant{}, fmt.Errorf("variant %q: not <dispatch>_<combine>_<bf16|fp8>_<rlr|ds>", name)
+		return Variant{}, fmt.Errorf("variant %q: not <dispatch>_<combine>_<bf16|fp8>_<rlr|ds|rm>", name)
 	}
 	var v Variant
 	for i, p := range []*int32{&v.Dispatch, &v.Combine} {
@@ -181,20 +196,20 @@ func parseVariant(name string) (Variant, error) {
 		return Variant{}, fmt.Errorf("variant %q: dtype %q is neither bf16 nor fp8", name, parts[2])
 	}
 	switch parts[3] {
-	case "rlr", "ds":
-		v.DirectSend = parts[3] == "ds"
+	case "rlr", "ds", "rm":
+		v.DirectSend, v.RankMajor = parts[3] == "ds", parts[3] == "rm"
 	default:
-		return Variant{}, fmt.Errorf("variant %q: combine mode %q is neither rlr nor ds", name, parts[3])
+		return Variant{}, fmt.Errorf("variant %q: combine mode %q is none of rlr, ds, rm", name, parts[3])
 	}
 	return v, nil
 }
 
 // Choose is the variant of an operation: both inline when inline, else a
 // lines dispatch when dispatchLines (fenced otherwise) and a lines combine
-// when combineLines (fenced otherwise). A choice no PTX file is built for is
-// an error.
-func Choose(inline, dispatchLines, combineLines, fp8, directSend bool) (Variant, error) {
-	v := Variant{Dispatch: ProtoInline, Combine: ProtoInline, FP8: fp8, DirectSend: directSend}
+// when combineLines (fenced otherwise); rankMajor for the rank-major layout.
+// A choice no PTX file is built for is an error.
+func Choose(inline, dispatchLines, combineLines, fp8, directSend, rankMajor bool) (Variant, error) {
+	v := Variant{Dispatch: ProtoInline, Combine: ProtoInline, FP8: fp8, DirectSend: directSend, RankMajor: rankMajor}
 	if !inline {
 		v.Dispatch, v.Combine = ProtoFenced, ProtoFenced
 		if dispatchLines {
@@ -207,7 +222,7 @@ func Choose(inline, dispatchLines, combineLines, fp8, directSend bool) (Variant,
 	if slices.Contains(variants, v) {
 		return v, nil
 	}
-	return v, fmt.Errorf("no kernel module is built for a %s dispatch with a %s combine", ProtoNames[v.Dispatch], ProtoNames[v.Combine])
+	return v, fmt.Errorf("no kernel module is built for a %s dispatch with a %s combine (%s)", ProtoNames[v.Dispatch], ProtoNames[v.Combine], v)
 }
 
 // ptxDir holds the PTX of every variant, built by `make ptx`.

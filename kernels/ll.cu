@@ -71,6 +71,17 @@ __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
 // their rows into the own expert rows directly.
 __device__ __forceinline__ bool direct_self(const LLArgs& a, int s) { return s == a.rank; }
 
+// The tokens rank s dispatches in this call (its slots from there on hold
+// nothing of this call).
+__device__ __forceinline__ int tokens_from(const LLArgs& a, int s) {
+    return s == a.rank ? a.own_tokens : a.tokens_of == nullptr ? a.tokens : __ldg(a.tokens_of + s);
+}
+
+// Whether the dispatch output is rank-major (LLArgs.combine_mode), and
+// whether combine reduces per rank (rank_local_reduce and rank-major).
+__device__ __forceinline__ bool rank_major(const LLArgs& a) { return a.combine_mode == kModeRankMajor; }
+__device__ __forceinline__ bool per_rank(const LLArgs& a) { return a.combine_mode != kModeDirectSend; }
+
 // Slot (src, t) of this call's half of a dispatch area: [2, R, T] slots,
 // the call's parity first (ll.cuh, call_parity).
 __device__ __forceinline__ uint64_t slot_index(const LLArgs& a, int src, int t) {
@@ -395,7 +406,7 @@ __device__ __forceinline__ bool variant_ok(const LLArgs& p, int spread) {
          p.combine_mode == EPBENCH_COMBINE_MODE;
     proto = EPBENCH_DISPATCH_PROTO;
 #endif
-    if (spread >= 0 && (spread != 0) != spreads(proto, p.tokens)) ok = false;
+    if (spread >= 0 && (spread != 0) != spreads(proto, p.own_tokens)) ok = false;
     if (!ok && blockIdx.x == 0 && threadIdx.x == 0) atomicCAS(p.err, 0, kPhaseVariant << 24);
     return ok;
 }
@@ -548,6 +559,28 @@ __device__ __forceinline__ void add_weighted(const LLArgs& a, float acc[kVecPerL
     }
 }
 
+// Rank-major: the partial of a slot is its row (every local selection of
+// the token, bit k of `local`, names the slot in my_row), in a validated
+// pair (kFlagPrescale) scaled by the sum of the local selections' weights
+// (fp32, top-k order), each channel fp32(y * sum): what the CPU reference
+// computes (cpuref, rankMajorRow). Warp-uniform.
+__device__ __forceinline__ void slot_partial(const LLArgs& a, unsigned local, int64_t my_row, float my_w,
+                                             const int v[kVecPerLane], float acc[kVecPerLane][8]) {
+    const int64_t row = __shfl_sync(0xffffffffu, my_row, __ffs(local) - 1);
+    float sum = 0.f;
+    for (unsigned m = local; m; m &= m - 1) sum = __fadd_rn(sum, __shfl_sync(0xffffffffu, my_w, __ffs(m) - 1));
+    YRaw raw[kVecPerLane];
+    load_y(a, row, v, raw);
+    const bool scale = (a.flags & kFlagPrescale) != 0;
+#pragma unroll
+    for (int u = 0; u < kVecPerLane; u++) {
+        float f[8];
+        decode_y(a, raw[u], f);
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[u][j] = scale ? __fmul_rn(f[j], sum) : f[j];
+    }
+}
+
 // Expert side of combine for one work item: row slice `slice` of the slot
 // (source rank s, token t). It either sends the bf16 partial of the local
 // experts the token selected (rank_local_reduce) or every such expert row
@@ -563,6 +596,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     uint4* const idst = at<uint4>(peer, a.off_inline_combine);  // inline: rows of inline_row_units; lines: of nl lines
     const bool inl = a.combine_proto == kProtoInline, lines = a.combine_proto == kProtoLines;
     const uint32_t flag = (uint32_t)a.epoch;
+    if (t >= tokens_from(a, s)) return;  // the source sent no such token
     // The routing of (s, t) (the message header, or for the own rank's
     // tokens, never sent to itself, its own topk_idx and weights) and the
     // rows dispatch gave the selections, all loaded in one round trip.
@@ -608,11 +642,11 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     if (lane < K) pos = __ldcg(a.row_pos + ((int64_t)s * T + t) * K + lane);
     if (!live) return;
     // Local selections in top-k order: lane k holds its expert output row
-    // and weight.
+    // (rank-major: the token's slot) and weight.
     int64_t my_row = -1;
     float my_w = 0.f;
     if (e >= lo && e < hi) {
-        my_row = (int64_t)(e - lo) * rows_per_expert + pos;
+        my_row = rank_major(a) ? pos : (int64_t)(e - lo) * rows_per_expert + pos;
         my_w = we;
     }
     const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
@@ -624,8 +658,9 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     for (int u = 0; u < kVecPerLane; u++)
 #pragma unroll
         for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
-    for_local_rows(a, local, my_row, my_w, v, [&](int k, float w, const YRaw* raw) {
-        if (a.combine_mode == 0) {
+    if (rank_major(a)) slot_partial(a, local, my_row, my_w, v, acc);
+    else for_local_rows(a, local, my_row, my_w, v, [&](int k, float w, const YRaw* raw) {
+        if (a.combine_mode == kModeRankLocalReduce) {
             add_weighted(a, acc, w, raw);
             return;
         }
@@ -649,7 +684,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
             else to[v[u]] = out;
         }
     });
-    if (a.combine_mode != 0) return;
+    if (!per_rank(a)) return;
     const uint64_t row = (uint64_t)a.rank * T + t;
     uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
 #pragma unroll
@@ -673,6 +708,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const uint64_t deadline = global_timer() + a.timeout_ns;
     EPBENCH_TRACE(a, 0);
     const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
+    const int own_n = a.own_tokens;  // this rank's tokens: the source side's
     const int vec_per_row = H / 8, nl = lines_row_lines(H, false);
     const int lo = a.rank * L, hi = lo + L;
     const int64_t rows_per_expert = (int64_t)R * T;
@@ -691,13 +727,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // protocol the peers' partials need no release, and the source side
     // computes the own rank's partial itself ---
     const int slices = lines ? (nl + kLinesPerItem - 1) / kLinesPerItem : (vec_per_row + kSliceVecs - 1) / kSliceVecs;
-    const int peer_items = (R - 1) * T * slices, own_items = T * slices;
+    const int peer_items = (R - 1) * T * slices, own_items = own_n * slices;
     // Blocks with items of the peers take a ticket for the peers' release,
-    // blocks with items of the own rank (worker warps) one for its release.
-    const bool peer_worked = (int)blockIdx.x < peer_items;
-    const bool own_worked = (int)blockIdx.x < own_items;
-    const uint64_t peer_blocks = min((int)gridDim.x, peer_items);
-    const uint64_t own_blocks = min((int)gridDim.x, own_items);
+    // blocks with items of the own rank (worker warps) one for its release;
+    // block 0 takes one even without items (a rank without tokens still
+    // releases).
+    const uint64_t peer_blocks = max(1, min((int)gridDim.x, peer_items));
+    const uint64_t own_blocks = max(1, min((int)gridDim.x, own_items));
+    const bool peer_worked = blockIdx.x < peer_blocks;
+    const bool own_worked = blockIdx.x < own_blocks;
     uint64_t* const signal = at<uint64_t>(self, a.off_combine_signal);
     for (int item = gwarp; item < peer_items; item += nwarps) {
         const int st = item / slices;
@@ -729,7 +767,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // The routing of each warp's first token is loaded before the wait.
     int first_e = -1;
     float first_w = 0.f;
-    if (gwarp < T * slices && lane < K) {
+    if (gwarp < own_n * slices && lane < K) {
         const int t = gwarp / slices;
         first_e = (int)a.topk_idx[(int64_t)t * K + lane];
         first_w = a.topk_w[(int64_t)t * K + lane];
@@ -773,8 +811,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // its expert outputs, rounded to bf16 as a peer's is, while the peers'
     // lines land; then the ranks' partials are added in rank order, each
     // peer's lines polled until they carry the call's flag.
-    const bool lines_rlr = lines && a.combine_mode == 0, lines_direct = lines && a.combine_mode != 0;
-    for (int item = gwarp; lines_rlr && item < T * slices; item += nwarps) {
+    const bool lines_rlr = lines && per_rank(a), lines_direct = lines && !per_rank(a);
+    for (int item = gwarp; lines_rlr && item < own_n * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
         int e, v[kVecPerLane];
         float wk;
@@ -785,10 +823,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
 #pragma unroll
             for (int j = 0; j < 8; j++) own[u][j] = 0.f;
         int64_t my_row = -1;
-        if (e >= lo && e < hi)
-            my_row = (int64_t)(e - lo) * rows_per_expert + __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
+        if (e >= lo && e < hi) {
+            const int pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
+            my_row = rank_major(a) ? pos : (int64_t)(e - lo) * rows_per_expert + pos;
+        }
         const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
-        for_local_rows(a, local, my_row, wk, v, [&](int, float w, const YRaw* raw) { add_weighted(a, own, w, raw); });
+        if (rank_major(a)) {
+            if (local != 0) slot_partial(a, local, my_row, wk, v, own);
+        } else {
+            for_local_rows(a, local, my_row, wk, v, [&](int, float w, const YRaw* raw) { add_weighted(a, own, w, raw); });
+        }
         float acc[kVecPerLane][8];
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++) {
@@ -828,7 +872,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // rows' loads in flight at a time: the own rank's expert outputs read here
     // (rounded to bf16 as a sent row is), the peers' rows polled in lines
     // until they carry the call's flag.
-    for (int item = gwarp; lines_direct && item < T * slices; item += nwarps) {
+    for (int item = gwarp; lines_direct && item < own_n * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
         int e, v[kVecPerLane];
         float wk;
@@ -907,7 +951,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         item_store(item, t, v, acc);
     }
     bool ok = true;
-    for (int item = gwarp; !lines && item < T * slices; item += nwarps) {
+    for (int item = gwarp; !lines && item < own_n * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
         int e, v[kVecPerLane];
         float wk;
@@ -921,7 +965,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         int prev = -1;          // rank_local_reduce: the last rank taken
         unsigned left = valid;  // direct_send: the selections not taken yet
         auto next_term = [&](int* row, int* rank, float* w) {
-            if (a.combine_mode == 0) {
+            if (per_rank(a)) {
                 const unsigned q = next_rank(my_rank, prev);
                 if (q == UINT_MAX) return false;
                 prev = (int)q;
@@ -1010,7 +1054,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 for (int u = 0; u < kVecPerLane; u++) {
                     float f[8];
                     unpack8(in[b][u], f);
-                    if (a.combine_mode == 0) {
+                    if (per_rank(a)) {
 #pragma unroll
                         for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], f[j]);
                     } else {

@@ -24,6 +24,9 @@ struct LLArgs {
     const __nv_bfloat16* y;    // [L, R*T, H] combine input (expert outputs)
     __nv_bfloat16* out;        // [T, H] combine output
     float* recv_scales;        // [L, R*T, H/128] FP8 scales (FP8 dispatch only)
+    int* recv_topk_idx;        // rank-major: [R, T, K] each slot's top-k as local experts, -1 elsewhere
+    float* recv_topk_w;        // rank-major: [R, T, K] each slot's top-k weights
+    const int* tokens_of;      // [R] the tokens each rank dispatches (-l, -N), or null: every rank `tokens`
     uint64_t* trace;           // null, or [grid, kTracePoints] globaltimer stamps of this call's phases
     uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then [2] tickets
     uint64_t off_combine_signal;
@@ -39,21 +42,35 @@ struct LLArgs {
     uint64_t jitter_ns;        // 0, or the most a kernel waits before it starts (--jitter-us; testing)
     int32_t rank;
     int32_t ranks;
-    int32_t tokens;
+    int32_t tokens;            // the most tokens per rank: the stride of every [R, T] area and output
     int32_t hidden;
     int32_t topk;
     int32_t local_experts;
     int32_t epoch;             // call number, tags dispatch messages so stale slots are ignored
-    int32_t combine_mode;      // 0 rank_local_reduce, 1 direct_send
+    int32_t combine_mode;      // kMode*: rank_local_reduce, direct_send, or the rank-major layout
     int32_t fp8;               // 1: dispatch carries E4M3 with one scale per 128 channels
     int32_t inline_proto;      // the dispatch's signalling (combine reads its headers): kProto*
     int32_t combine_proto;     // the combine's signalling: kProtoFenced, kProtoInline or kProtoLines
+    int32_t own_tokens;        // the tokens this rank dispatches, at most `tokens`
+    int32_t flags;             // kFlag*
     int32_t reserved;          // 0
 };
 
+// Combine modes (LLArgs.combine_mode). Rank-major is a layout of the
+// dispatch output, [R, T] slots (docs/DESIGN.md); its combine reduces per
+// rank as rank_local_reduce does, each rank's partial being the slot's row.
+constexpr int kModeRankLocalReduce = 0;
+constexpr int kModeDirectSend = 1;
+constexpr int kModeRankMajor = 2;
+
+// LLArgs.flags. kFlagPrescale (rank-major): combine scales each slot's row
+// by the sum of the token's weights on this rank before it is sent, what
+// ep_bench does outside its timed loop before a validated combine.
+constexpr int kFlagPrescale = 1;
+
 // A module is built for one variant of the operations (scripts/ptx.sh, one
 // PTX file each): EPBENCH_DISPATCH_PROTO and EPBENCH_COMBINE_PROTO (kProto*),
-// EPBENCH_FP8 and EPBENCH_COMBINE_MODE (0 or 1) fix the LLArgs fields of the
+// EPBENCH_FP8 (0 or 1) and EPBENCH_COMBINE_MODE (kMode*) fix the LLArgs fields of the
 // same meaning, so the compiler leaves out every other variant's code. At a
 // few tokens the kernels' time is largely instruction fetch, which grows with
 // the code they run through (docs/PERF.md). A build without them (a compile
@@ -114,7 +131,8 @@ constexpr int kScaleBlock = 128;  // FP8 channels per scale
 //   int32 epoch, int32 token, int32 pad[2], int32 idx[K], float w[K], int32 pos[K], padded to 128 bytes
 //   (so the row, and every slot, starts on a 128-byte line);
 //   pos[k] is the row of selection k among the rows its expert receives from this source
-//   (set for the selections on the destination rank);
+//   (set for the selections on the destination rank); rank-major: the token's place among
+//   the tokens this source sends to the destination (ascending), the same in every selection;
 //   BF16: H bf16; FP8: H E4M3 bytes then H/128 float scales.
 // Receive slots are sized for the larger, BF16, message.
 __host__ __device__ inline int header_bytes(int topk) { return (16 + 12 * topk + 127) / 128 * 128; }

@@ -13,7 +13,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     if (!variant_ok(args, EPBENCH_SPREAD)) return;
     const LLArgs a = clocked(args, true);
     jitter(a, true);
-    // Dynamic shared memory: two int arrays of E entries (DispatchSharedBytes).
+    // Dynamic shared memory: two int arrays of E entries, then two of R
+    // (DispatchSharedBytes).
     extern __shared__ int dyn[];
     __shared__ int dests[kMaxTopK];      // the current token's destination peers
     __shared__ int64_t own_rows[kMaxTopK];  // its own-rank rows (expert-major row index)
@@ -32,8 +33,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     const uint64_t deadline = global_timer() + a.timeout_ns;
     EPBENCH_TRACE(a, 0);
     const int R = a.ranks, T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts, E = R * L;
+    const int own = a.own_tokens;  // the tokens sent (T: the slots' stride)
+    const bool rm = rank_major(a);
     int* const before = dyn;     // selections of each expert by this rank's tokens before the current one
     int* const total = dyn + E;  // selections of each expert by all this rank's tokens
+    // Rank-major: tokens of this rank sent to each rank before the current
+    // one, and in all.
+    int* const before_r = dyn + 2 * E;
+    int* const total_r = dyn + 2 * E + R;
     const int vec_per_row = H / 8;  // uint4 = 8 bf16
     const int hdr = header_bytes(K), msg = message_bytes(K, H);
     const int rb = row_bytes(H, a.fp8), groups = H / kScaleBlock;
@@ -43,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     const int64_t rows_per_expert = (int64_t)R * T;
     uint8_t* const recv = reinterpret_cast<uint8_t*>(a.recv_x);
     int t0, t1;
-    token_range(T, t0, t1);
+    token_range(own, t0, t1);
 
     // The block's first token row is loaded along with the routing below:
     // thread i holds vectors i, i + kThreads, ... of the row.
@@ -81,6 +88,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         if (lane == 0) ndest = __popc(leads);
         return q;
     };
+    // Rank-major: slot `slot`'s token, top-k (lane k: local expert or -1)
+    // and weights (warp-collective; lane k < K holds selection k).
+    auto record_slot = [&](int64_t slot, int t, int local, float w) {
+        if (lane < K) {
+            a.recv_topk_idx[slot * K + lane] = local;
+            a.recv_topk_w[slot * K + lane] = w;
+        }
+        if (lane == 0) a.src_info[slot] = t;
+    };
     auto slot_at = [&](int q, int t) {
         return at<uint8_t>(peer_base[q], a.off_dispatch_recv) + slot_index(a, a.rank, t) * (uint64_t)msg;
     };
@@ -92,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;  // FP8: the half-warp
 
     // The counters are zeroed while the first round of topk_idx is loaded.
-    const int n_ids = T * K, nb = t0 * K;
+    const int n_ids = own * K, nb = t0 * K;
     int64_t ids[4];
     auto load4 = [&](int i0) {
 #pragma unroll
@@ -102,12 +118,25 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             if (ids[u] < 0 || ids[u] >= E) continue;
+            const int i = i0 + u * kThreads;
             atomicAdd(&total[ids[u]], 1);
-            if (i0 + u * kThreads < nb) atomicAdd(&before[ids[u]], 1);
+            if (i < nb) atomicAdd(&before[ids[u]], 1);
+            if (!rm) continue;
+            // Rank-major: a token counts once per rank, at its first
+            // selection there.
+            const int q = (int)(ids[u] / L), tk = i / K;
+            bool first = true;
+            for (int k = 0; k < i % K; k++) {
+                const int64_t e = __ldg(a.topk_idx + (int64_t)tk * K + k);
+                first = first && !(e >= 0 && e < E && (int)(e / L) == q);
+            }
+            if (!first) continue;
+            atomicAdd(&total_r[q], 1);
+            if (i < nb) atomicAdd(&before_r[q], 1);
         }
     };
     load4(threadIdx.x);
-    for (int e = threadIdx.x; e < 2 * E; e += kThreads) dyn[e] = 0;
+    for (int e = threadIdx.x; e < 2 * (E + R); e += kThreads) dyn[e] = 0;
     if (threadIdx.x == 0) {
         failed = 0;
         waited_upto = 1;
@@ -120,8 +149,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // over the grid 16 vectors (one FP8 scale group) at a time (group c of all
     // tokens' rows goes to block c % grid); otherwise each block sends its own
     // tokens from the registers that already hold them ---
-    const int row_groups = vec_per_row / 16, all_groups = T * row_groups;
-    const int stored_blocks = min((int)gridDim.x, spread ? all_groups : T);  // blocks that store (and take a ticket)
+    const int row_groups = vec_per_row / 16, all_groups = own * row_groups;
+    // Blocks that store (and take a ticket); block 0 takes one even without
+    // tokens, so a rank without tokens still releases its peers.
+    const int stored_blocks = max(1, min((int)gridDim.x, spread ? all_groups : own));
     for (int c = (threadIdx.x / 16) * gridDim.x + blockIdx.x; spread && c < all_groups; c += (kThreads / 16) * gridDim.x) {
         const int t = c / row_groups, v = (c % row_groups) * 16 + sub;
         const uint4 val = __ldg(reinterpret_cast<const uint4*>(a.x + (int64_t)t * H) + v);
@@ -198,9 +229,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             if (direct_self(a, q)) continue;
             int2* c = at<int2>(peer_base[q], a.off_dispatch_counts) + count_index(a, a.rank);
             uint4* ic = at<uint4>(peer_base[q], a.off_inline_counts) + count_index(a, a.rank);
-            for (int l = threadIdx.x; l < L; l += kThreads) {
-                if (inl || lines) unit_store(ic + l, total[q * L + l], 0, flag);
-                else c[l] = make_int2(total[q * L + l], a.epoch);  // one 8-byte store
+            // Rank-major: one count, the tokens sent to q.
+            for (int l = threadIdx.x; l < (rm ? 1 : L); l += kThreads) {
+                const int n = rm ? total_r[q] : total[q * L + l];
+                if (inl || lines) unit_store(ic + l, n, 0, flag);
+                else c[l] = make_int2(n, a.epoch);  // one 8-byte store
             }
         }
     }
@@ -218,11 +251,26 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
         const int q = find_dests(e);
         int p = 0;
-        if (q >= 0) {
+        if (rm) {
+            // The token's place among those sent to q, taken by the lowest
+            // lane of each rank and shared with that rank's other lanes.
+            const int leader = __ffs(__match_any_sync(0xffffffffu, q)) - 1;
+            if (q >= 0 && lane == leader) {
+                p = before_r[q];
+                before_r[q] = p + 1;
+            }
+            p = __shfl_sync(0xffffffffu, p, leader);
+            const unsigned here = __ballot_sync(0xffffffffu, q >= 0 && direct_self(a, q));
+            if (here != 0) {
+                const int64_t slot = (int64_t)a.rank * T + __shfl_sync(0xffffffffu, p, __ffs(here) - 1);
+                record_slot(slot, t, q == a.rank ? (int)(e - lo) : -1, w);
+                if (q == a.rank) a.row_pos[((int64_t)a.rank * T + t) * K + lane] = (int)slot;
+            }
+        } else if (q >= 0) {
             p = before[e];
             before[e] = p + 1;
         }
-        if (q >= 0 && direct_self(a, q)) {
+        if (!rm && q >= 0 && direct_self(a, q)) {
             a.src_info[(e - lo) * rows_per_expert + p] = t;
             a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
         }
@@ -293,7 +341,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         if (i < n_ids) {
             const int e = sel_e[i];
             int p = 0;
-            for (int j = 0; j < i / K * K; j++) p += sel_e[j] == e;
+            if (!rm) {
+                for (int j = 0; j < i / K * K; j++) p += sel_e[j] == e;
+            } else {  // the earlier tokens that select this rank
+                for (int u = 0; u < i / K; u++) {
+                    bool h = false;
+                    for (int k = 0; k < K; k++) h = h || (sel_e[u * K + k] >= lo && sel_e[u * K + k] < hi);
+                    p += h;
+                }
+            }
             sel_p[i] = p;
         }
         workers_sync();
@@ -306,13 +362,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             for (int k = 0; k < K; k++) {
                 const int e = sel_e[t * K + k];
                 if (e < lo || e >= hi) continue;
-                const int64_t row = (int64_t)(e - lo) * rows_per_expert + sel_p[t * K + k];
+                const int64_t row = rm ? (int64_t)a.rank * T + sel_p[t * K + k]
+                                       : (int64_t)(e - lo) * rows_per_expert + sel_p[t * K + k];
                 if (!a.fp8) {
                     reinterpret_cast<uint4*>(recv + row * rb)[v] = val;
                 } else {
                     reinterpret_cast<uint2*>(recv + row * rb)[v] = q8;
                     if (sub == 0) a.recv_scales[row * groups + v / 16] = scale;
                 }
+                if (rm) break;  // one slot per token
             }
         }
         EPBENCH_TRACE_BY(a, 6, kWarp);
@@ -397,10 +455,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                 if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
                 const bool mine = e >= lo && e < hi;
                 const unsigned mines = __ballot_sync(0xffffffffu, mine);
-                if (mine)
-                    own_rows[__popc(mines & ((1u << lane) - 1u))] =
-                        (e - lo) * rows_per_expert + a.row_pos[((int64_t)a.rank * T + t) * K + lane];
-                if (lane == 0) nown = __popc(mines);
+                const int pos = mine ? a.row_pos[((int64_t)a.rank * T + t) * K + lane] : 0;
+                if (rm) {  // one slot per token
+                    if (mine && lane == __ffs(mines) - 1) own_rows[0] = pos;
+                } else if (mine) {
+                    own_rows[__popc(mines & ((1u << lane) - 1u))] = (e - lo) * rows_per_expert + pos;
+                }
+                if (lane == 0) nown = rm ? mines != 0 : __popc(mines);
             }
             const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
             sync();
@@ -455,7 +516,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // The number of rows local expert l gets from source s (false: gave up).
     auto count_of = [&](int s, int l, int* c) {
         if (direct_self(a, s)) {
-            *c = total[lo + l];
+            *c = rm ? total_r[a.rank] : total[lo + l];
             return true;
         }
         if (!inl && !lines) {
@@ -497,7 +558,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         wait_sources(R);
         workers_sync();
         if (failed) return;
-        for (int l = wt; l < L; l += kWorkers) {
+        for (int s = wt; rm && s < R; s += kWorkers) {  // rank-major: the tokens of each source
+            int c;
+            if (!count_of(s, 0, &c)) {
+                failed = 1;
+                break;
+            }
+            a.recv_count[s] = c;
+        }
+        for (int l = wt; !rm && l < L; l += kWorkers) {
             int64_t running = 0;
             for (int o = 0; o < R; o++) {
                 const int s = (a.rank + o) % R;
@@ -530,6 +599,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         for (int item = (warp - 1 - kOwnWarps) * gridDim.x + blockIdx.x; item < nmsg * chunks; item += nw) {
             const int m = item / chunks, c = item % chunks;
             const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
+            if (t >= tokens_from(a, s)) continue;  // the source sends no such token
             const uint4* slot = inline_slot(a, self, s, t);
             // The row lines' first loads go out with the header's.
             uint64_t w0[4] = {}, w1[4] = {}, h0 = 0, h1 = 0;
@@ -542,12 +612,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             if (header_int(h0, h1, 0) == 0) continue;  // the token does not come here
             const int k = lane < K ? lane : 0;
             const int id = header_int(h0, h1, 2 + k), pk = header_int(h0, h1, 2 + 2 * K + k);
+            const int wbits = rm ? header_int(h0, h1, 2 + K + k) : 0;
             const bool mine = lane < K && id >= lo && id < hi;
-            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            unsigned mines = __ballot_sync(0xffffffffu, mine);
             if (mines == 0) continue;
             bool ok = true;
             int64_t row = 0;
-            if (mine) {
+            if (rm) {  // one slot, the header's place (the same in every selection here)
+                row = (int64_t)s * T + __shfl_sync(0xffffffffu, pk, __ffs(mines) - 1);
+                if (c == 0) {
+                    record_slot(row, t, mine ? id - lo : -1, __int_as_float(wbits));
+                    if (mine) a.row_pos[((int64_t)s * T + t) * K + lane] = (int)row;
+                }
+                mines &= -mines;
+            } else if (mine) {
                 int r = 0;
                 ok = place(id - lo, ord, pk, t, lane, c == 0, &r);
                 row = (int64_t)(id - lo) * rows_per_expert + r;
@@ -600,6 +678,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < nmsg * slices; item += nw) {
             const int m = item / slices, v0 = item % slices * kSliceVecs + lane;
             const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
+            if (t >= tokens_from(a, s)) continue;  // the source sends no such token
             const uint8_t* slot = dispatch_slot(a, self, s, t);
             const uint4* islot = inline_slot(a, self, s, t);
             // The slice's data loads first (inline: unit 2u + h is half h of
@@ -657,10 +736,25 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             if (__any_sync(0xffffffffu, !ok)) return;
             if (!__shfl_sync(0xffffffffu, live, 0)) continue;
             const bool mine = e >= lo && e < hi;
-            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            unsigned mines = __ballot_sync(0xffffffffu, mine);
             if (mines == 0) continue;
             int64_t row = 0;
-            if (mine) {
+            if (rm) {  // one slot, the header's place; recorded by the message's first slice
+                row = (int64_t)s * T + __shfl_sync(0xffffffffu, p, __ffs(mines) - 1);
+                if (v0 == lane) {
+                    float w = 0.f;
+                    if (lane < K && !inl) {
+                        w = __ldcg(hdr_w(reinterpret_cast<const int*>(slot), K) + lane);
+                    } else if (lane < K) {
+                        uint2 d;
+                        ok = unit_wait(islot + 1 + K + lane, flag, &d, deadline, a.err, kPhaseDispatch, s);
+                        w = __uint_as_float(d.x);
+                    }
+                    record_slot(row, t, mine ? e - lo : -1, w);
+                    if (mine) a.row_pos[((int64_t)s * T + t) * K + lane] = (int)row;
+                }
+                mines &= -mines;
+            } else if (mine) {
                 int r = 0;
                 ok = place(e - lo, ord, p, t, lane, v0 == lane, &r);  // recorded by the message's first slice
                 row = (int64_t)(e - lo) * rows_per_expert + r;
@@ -696,6 +790,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // Fenced, many tokens: the workers of a block take one message at a time.
     for (int m = blockIdx.x; m < nmsg; m += gridDim.x) {
         const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
+        if (t >= tokens_from(a, s)) continue;  // the source sends no such token (block-uniform)
         wait_sources(ord + 1);
         workers_sync();  // also: the previous message's rows are stored
         if (failed) return;
@@ -719,12 +814,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             const bool live = fenced_header(a, slot, &e, &p);
             const bool mine = live && e >= lo && e < hi;
             const unsigned mines = __ballot_sync(0xffffffffu, mine);
-            if (mine) {
+            if (rm && mines != 0) {  // one slot, the header's place
+                const int64_t row = (int64_t)s * T + __shfl_sync(0xffffffffu, p, __ffs(mines) - 1);
+                const float w = lane < K ? __ldcg(hdr_w(reinterpret_cast<const int*>(slot), K) + lane) : 0.f;
+                record_slot(row, t, mine ? e - lo : -1, w);
+                if (mine) a.row_pos[((int64_t)s * T + t) * K + lane] = (int)row;
+                if (lane == 0) rows[0] = row;
+            } else if (mine) {
                 int r = 0;
                 if (!place(e - lo, ord, p, t, lane, true, &r)) failed = 1;
                 rows[__popc(mines & ((1u << lane) - 1u))] = (int64_t)(e - lo) * rows_per_expert + r;
             }
-            if (lane == 0) nrows = __popc(mines);
+            if (lane == 0) nrows = rm ? mines != 0 : __popc(mines);
         }
         workers_sync();
         if (failed) return;

@@ -37,9 +37,10 @@ const LinesVerifiedCC = "9.0"
 const TraceCalls = 64
 
 // Setup is what a launch plan is computed from: the configuration (its
-// shape, with Tokens the most tokens per rank the buffers hold, dispatch
-// dtype, combine mode, protocol, --num-blocks, --reroute, --cuda-graph) and
-// what the job's set-up found.
+// shape, with Tokens the most tokens per rank the buffers hold, the tokens
+// each rank dispatches (-l, -N), layout, dispatch dtype, combine mode,
+// protocol, --num-blocks, --reroute, --cuda-graph) and what the job's set-up
+// found.
 type Setup struct {
 	Cfg   *config.Config
 	Ranks int
@@ -88,9 +89,12 @@ type LocalSizes struct {
 	Peers          int64 // [R] every rank's symmetric base as mapped here
 	X              int64 // [T, H] bf16 token rows
 	XGen           int64 // [T, H] bf16 token rows of a validated pair's generation
-	RecvX          int64 // [L, R*T, H] bf16 (FP8: E4M3 bytes in the same space)
-	RecvCount      int64 // [L] int32
-	SrcInfo        int64 // [L, R*T] int32
+	RecvX          int64 // [L, R*T, H] bf16 (FP8: E4M3 bytes in the same space); rank-major [R*T, H]
+	RecvCount      int64 // [L] int32; rank-major [R]
+	SrcInfo        int64 // [L, R*T] int32; rank-major [R*T]
+	RecvTopkIdx    int64 // rank-major: [R*T, K] int32
+	RecvTopkW      int64 // rank-major: [R*T, K] float32
+	TokensOf       int64 // [R] int32, the tokens each rank dispatches, where they differ from Tokens (-l, -N)
 	LayoutRange    int64 // [L, R] int64
 	RowPos         int64 // [R, T, K] int32
 	Out            int64 // [T, H] bf16
@@ -104,7 +108,7 @@ type LocalSizes struct {
 // Total is the sum of the local buffers.
 func (l LocalSizes) Total() int64 {
 	return l.Peers + l.X + l.XGen + l.RecvX + l.RecvCount + l.SrcInfo + l.LayoutRange + l.RowPos + l.Out + l.RecvScales +
-		int64(l.Routings)*(l.TopkIdx+l.TopkW) + l.Clock + 2*l.Trace
+		l.RecvTopkIdx + l.RecvTopkW + l.TokensOf + int64(l.Routings)*(l.TopkIdx+l.TopkW) + l.Clock + 2*l.Trace
 }
 
 // NewPlan computes the plan of s. It refuses what the kernels cannot run.
@@ -119,6 +123,8 @@ func NewPlan(s Setup) (*Plan, error) {
 		return nil, fmt.Errorf("kernels: no plan for %d ranks, %d experts, %d tokens, hidden %d", s.Ranks, c.Experts, c.Tokens, c.Hidden)
 	case s.Grid < 1:
 		return nil, fmt.Errorf("kernels: a grid of %d blocks", s.Grid)
+	case c.Layout == config.RankMajor && c.CombineMode == config.DirectSend:
+		return nil, &config.UsageError{Flag: "--combine-mode", Why: "direct_send does not apply to the rank-major layout"}
 	case c.Protocol == config.ProtocolLines && !s.LinesVerified:
 		return nil, &config.UsageError{Flag: "--protocol", Why: "lines is verified only for ranks sharing one GPU or on GPUs of compute capability " +
 			LinesVerifiedCC + " linked by NVLink (a 128-byte line must arrive whole); use auto, fenced or inline"}
@@ -129,9 +135,17 @@ func NewPlan(s Setup) (*Plan, error) {
 	routings := max(c.Reroute, 1)
 	p.Local = LocalSizes{
 		Peers: 8 * R, X: T * H * 2, XGen: T * H * 2,
-		RecvX: L * R * T * H * 2, RecvCount: 4 * L, SrcInfo: 4 * L * R * T, LayoutRange: 8 * L * R,
+		RecvX: L * R * T * H * 2, RecvCount: 4 * max(L, R), SrcInfo: 4 * L * R * T, LayoutRange: 8 * L * R,
 		RowPos: 4 * R * T * K, Out: T * H * 2, RecvScales: L * R * T * (H / 128) * 4,
 		TopkIdx: T * K * 8, TopkW: T * K * 4, Routings: routings,
+	}
+	if p.RankMajor() {
+		p.Local.RecvX, p.Local.RecvScales = R*T*H*2, R*T*(H/128)*4
+		p.Local.SrcInfo, p.Local.LayoutRange = 4*R*T, 0
+		p.Local.RecvTopkIdx, p.Local.RecvTopkW = 4*R*T*K, 4*R*T*K
+	}
+	if c.RankTokens(s.Ranks) != nil {
+		p.Local.TokensOf = 4 * R
 	}
 	if c.CUDAGraph {
 		p.Local.Clock = ClockBytes
@@ -141,6 +155,9 @@ func NewPlan(s Setup) (*Plan, error) {
 	}
 	return p, nil
 }
+
+// RankMajor reports whether the dispatch output is rank-major (-L rm).
+func (p *Plan) RankMajor() bool { return p.Cfg.Layout == config.RankMajor }
 
 // Memory is the device memory the plan allocates.
 func (p *Plan) Memory() int64 { return p.Sym.Total + p.Local.Total() }
@@ -203,17 +220,22 @@ type Launch struct {
 }
 
 // Launch is the launch of operations of `tokens` ≤ Cfg.Tokens tokens per
-// rank: the variant of their protocols, dtype and mode, the dispatch entry
-// of that count, and the grid: Grid, or for an inline operation without
-// --num-blocks InlineBlocksPerToken per token (never more than Grid).
-func (p *Plan) Launch(tokens int) (Launch, error) {
+// rank at most, of which this rank dispatches own (0..tokens): the variant
+// of their protocols, dtype, mode and layout (the same on every rank), the
+// dispatch entry of the own count, and the grid: Grid, or for an inline
+// operation without --num-blocks InlineBlocksPerToken per token (never more
+// than Grid).
+func (p *Plan) Launch(tokens, own int) (Launch, error) {
 	c := p.Cfg
 	if tokens < 1 || tokens > c.Tokens {
 		return Launch{}, fmt.Errorf("tokens %d outside the plan's 1..%d", tokens, c.Tokens)
 	}
+	if own < 0 || own > tokens {
+		return Launch{}, fmt.Errorf("a rank dispatching %d tokens of at most %d", own, tokens)
+	}
 	inline := p.Inline(tokens)
 	v, err := Choose(inline, p.DispatchLines(tokens), p.CombineLines(tokens),
-		c.DispatchDtype == config.DtypeFP8E4M3, c.CombineMode == config.DirectSend)
+		c.DispatchDtype == config.DtypeFP8E4M3, c.CombineMode == config.DirectSend, p.RankMajor())
 	if err != nil {
 		return Launch{}, err
 	}
@@ -222,8 +244,8 @@ func (p *Plan) Launch(tokens int) (Launch, error) {
 		grid = min(grid, InlineBlocksPerToken*tokens)
 	}
 	return Launch{
-		Variant: v, DispatchEntry: v.DispatchEntry(tokens), CombineEntry: CombineKernel,
-		Grid: grid, Threads: ThreadsPerBlock, DispatchShared: DispatchSharedBytes(c.Experts),
+		Variant: v, DispatchEntry: v.DispatchEntry(own), CombineEntry: CombineKernel,
+		Grid: grid, Threads: ThreadsPerBlock, DispatchShared: DispatchSharedBytes(c.Experts, p.Ranks),
 		CombineWaitsForOwnGrid: v.Combine != ProtoLines,
 	}, nil
 }

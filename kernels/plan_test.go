@@ -132,7 +132,7 @@ func TestLaunchGrid(t *testing.T) {
 		{func(c *config.Config) { c.Hidden = 128 }, 132, 15, 132}, // auto inline up to 15 tokens of small rows
 	} {
 		p := plan(t, c.edit, Setup{Grid: c.grid, LinesVerified: true})
-		l, err := p.Launch(c.tokens)
+		l, err := p.Launch(c.tokens, c.tokens)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,8 +140,11 @@ func TestLaunchGrid(t *testing.T) {
 			t.Errorf("%v, grid %d, %d tokens: launch grid %d, want %d", p.Cfg.Protocol, c.grid, c.tokens, l.Grid, c.want)
 		}
 	}
-	if _, err := plan(t, nil, Setup{}).Launch(129); err == nil {
+	if _, err := plan(t, nil, Setup{}).Launch(129, 129); err == nil {
 		t.Error("a launch of more tokens than the plan holds")
+	}
+	if _, err := plan(t, nil, Setup{}).Launch(64, 65); err == nil {
+		t.Error("a rank dispatching more tokens than the launch's")
 	}
 }
 
@@ -154,7 +157,7 @@ func TestCombineWaitsForOwnGrid(t *testing.T) {
 		tokens int
 		want   bool
 	}{{config.ProtocolAuto, 1, true}, {config.ProtocolAuto, 128, false}, {config.ProtocolFenced, 128, true}, {config.ProtocolLines, 1, false}} {
-		l, err := plan(t, func(cfg *config.Config) { cfg.Protocol = c.proto }, Setup{LinesVerified: true}).Launch(c.tokens)
+		l, err := plan(t, func(cfg *config.Config) { cfg.Protocol = c.proto }, Setup{LinesVerified: true}).Launch(c.tokens, c.tokens)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,23 +167,80 @@ func TestCombineWaitsForOwnGrid(t *testing.T) {
 	}
 }
 
-// The entries and shared memory of a launch follow its variant and count.
+// The entries and shared memory of a launch follow its variant and the
+// tokens the rank dispatches; the variant and grid follow the most tokens
+// any rank dispatches, so every rank signals alike.
 func TestLaunchEntries(t *testing.T) {
 	p := plan(t, func(c *config.Config) { c.Protocol = config.ProtocolFenced }, Setup{})
 	for _, c := range []struct {
-		tokens int
-		entry  string
-	}{{1, DispatchSpreadKernel}, {SpreadTokens - 1, DispatchSpreadKernel}, {SpreadTokens, DispatchKernel}, {128, DispatchKernel}} {
-		l, err := p.Launch(c.tokens)
+		tokens, own int
+		entry       string
+	}{{1, 1, DispatchSpreadKernel}, {SpreadTokens - 1, SpreadTokens - 1, DispatchSpreadKernel},
+		{SpreadTokens, SpreadTokens, DispatchKernel}, {128, 128, DispatchKernel},
+		{128, SpreadTokens - 1, DispatchSpreadKernel}, {128, 0, DispatchSpreadKernel}} {
+		l, err := p.Launch(c.tokens, c.own)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if l.DispatchEntry != c.entry || l.CombineEntry != CombineKernel || l.Threads != ThreadsPerBlock {
-			t.Errorf("%d tokens: %+v", c.tokens, l)
+			t.Errorf("%d tokens, %d own: %+v", c.tokens, c.own, l)
 		}
-		if l.DispatchShared != 8*256 || l.CombineShared != 0 {
+		if l.DispatchShared != 8*(256+2) || l.CombineShared != 0 {
 			t.Errorf("%d tokens: shared %d/%d bytes", c.tokens, l.DispatchShared, l.CombineShared)
 		}
+		if l.Variant.Dispatch != ProtoFenced || l.Grid != 132 {
+			t.Errorf("%d tokens, %d own: %s on %d blocks", c.tokens, c.own, l.Variant, l.Grid)
+		}
+	}
+	// Lines never spread, whatever the rank's own count.
+	l, err := plan(t, nil, Setup{LinesVerified: true}).Launch(128, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.DispatchEntry != DispatchKernel || l.Variant.Dispatch != ProtoLines {
+		t.Errorf("lines, 3 of 128 tokens: %+v", l)
+	}
+}
+
+// The rank-major layout has its own variants, with the protocols of the
+// expert-major ones, and is refused with direct_send.
+func TestRankMajorPlan(t *testing.T) {
+	rm := func(c *config.Config) { c.Layout = config.RankMajor }
+	for _, c := range []struct {
+		edit   func(*config.Config)
+		lines  bool
+		tokens int
+		want   string
+	}{
+		{rm, true, 128, "lines_lines_bf16_rm"},
+		{rm, true, 1, "inline_inline_bf16_rm"},
+		{rm, false, 128, "fenced_fenced_bf16_rm"},
+		{func(c *config.Config) { rm(c); c.DispatchDtype = config.DtypeFP8E4M3 }, true, 128, "fenced_lines_fp8_rm"},
+		{func(c *config.Config) { rm(c); c.DispatchDtype = config.DtypeFP8E4M3 }, false, 128, "fenced_fenced_fp8_rm"},
+		{func(c *config.Config) {
+			rm(c)
+			c.Protocol = config.ProtocolLines
+			c.DispatchDtype = config.DtypeFP8E4M3
+		}, true, 128, "lines_lines_fp8_rm"},
+	} {
+		l, err := plan(t, c.edit, Setup{LinesVerified: c.lines}).Launch(c.tokens, c.tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Variant.String(); got != c.want {
+			t.Errorf("variant %s, want %s", got, c.want)
+		}
+		var a Args
+		l.Variant.SetArgs(&a)
+		if a.CombineMode != ModeRankMajor {
+			t.Errorf("%s: combine_mode %d", c.want, a.CombineMode)
+		}
+	}
+	c := config.Default()
+	c.Layout, c.CombineMode = config.RankMajor, config.DirectSend
+	var ue *config.UsageError
+	if _, err := NewPlan(Setup{Cfg: c, Ranks: 2, Grid: 132}); !errors.As(err, &ue) || ue.Flag != "--combine-mode" {
+		t.Errorf("rank-major with direct_send: %v, want a usage error of --combine-mode", err)
 	}
 }
 
@@ -223,6 +283,10 @@ func TestPlanMemory(t *testing.T) {
 		func(c *config.Config) {
 			c.DispatchDtype, c.CombineMode, c.Reroute, c.CUDAGraph = config.DtypeFP8E4M3, config.DirectSend, 3, true
 		},
+		func(c *config.Config) { c.Layout, c.NonUniform = config.RankMajor, true },
+		func(c *config.Config) {
+			c.Layout, c.DispatchTokens, c.DispatchDtype = config.RankMajor, 5, config.DtypeFP8E4M3
+		},
 	} {
 		p := plan(t, edit, Setup{LinesVerified: true, Trace: true})
 		l := p.Sym
@@ -238,8 +302,14 @@ func TestPlanMemory(t *testing.T) {
 		}
 		c := p.Cfg
 		L, R, T, H, K := int64(c.Experts/2), int64(2), int64(c.Tokens), int64(c.Hidden), int64(c.TopK)
-		local := 8*R + 2*T*H*2 + L*R*T*H*2 + 4*L + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + L*R*T*(H/128)*4 +
+		local := 8*R + 2*T*H*2 + L*R*T*H*2 + 4*max(L, R) + 4*L*R*T + 8*L*R + 4*R*T*K + T*H*2 + L*R*T*(H/128)*4 +
 			int64(max(c.Reroute, 1))*(T*K*12) + 2*TraceCalls*132*TracePoints*8
+		if c.Layout == config.RankMajor { // [R*T] slots, no layout ranges, the slots' top-k
+			local += -L*R*T*H*2 + R*T*H*2 - 4*L*R*T + 4*R*T - 8*L*R - L*R*T*(H/128)*4 + R*T*(H/128)*4 + 2*4*R*T*K
+		}
+		if c.NonUniform || c.DispatchTokens > 0 {
+			local += 4 * R
+		}
 		if c.CUDAGraph {
 			local += ClockBytes
 		}

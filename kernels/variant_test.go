@@ -14,13 +14,17 @@ func TestEveryPlannedChoiceHasAVariant(t *testing.T) {
 	seen := map[kernels.Variant]bool{}
 	for _, p := range []config.Protocol{config.ProtocolAuto, config.ProtocolInline, config.ProtocolFenced, config.ProtocolLines} {
 		for _, dt := range []config.DispatchDtype{config.DtypeBF16, config.DtypeFP8E4M3} {
-			for _, ds := range []bool{false, true} {
+			for _, mode := range []string{"rlr", "ds", "rm"} {
+				ds := mode == "ds"
 				for _, nvlink := range []bool{false, true} {
 					for _, hidden := range []int{128, 7168} {
 						cfg := config.Default()
 						cfg.Protocol, cfg.DispatchDtype, cfg.Hidden, cfg.Tokens = p, dt, hidden, 4096
 						if ds {
 							cfg.CombineMode = config.DirectSend
+						}
+						if mode == "rm" {
+							cfg.Layout = config.RankMajor
 						}
 						if p == config.ProtocolInline {
 							cfg.Tokens = config.InlineMaxTokens
@@ -39,7 +43,7 @@ func TestEveryPlannedChoiceHasAVariant(t *testing.T) {
 							if tokens > cfg.Tokens {
 								continue
 							}
-							l, err := plan.Launch(tokens)
+							l, err := plan.Launch(tokens, tokens)
 							if err != nil {
 								t.Fatalf("protocol %v, %v, direct_send %v, nvlink %v, %d tokens: %v", p, dt, ds, nvlink, tokens, err)
 							}
@@ -56,7 +60,7 @@ func TestEveryPlannedChoiceHasAVariant(t *testing.T) {
 }
 
 func TestChooseRefusesAnUnbuiltPair(t *testing.T) {
-	if _, err := kernels.Choose(false, true, false, false, false); err == nil {
+	if _, err := kernels.Choose(false, true, false, false, false, false); err == nil {
 		t.Fatal("a lines dispatch with a fenced combine has no module, yet was chosen")
 	}
 }
@@ -102,7 +106,7 @@ func TestDispatchEntryIsInTheModule(t *testing.T) {
 		if v.Dispatch == kernels.ProtoInline {
 			most = config.InlineMaxTokens
 		}
-		for tokens := 1; tokens <= most; tokens++ {
+		for tokens := 0; tokens <= most; tokens++ { // a rank may dispatch none (-N)
 			if e := v.DispatchEntry(tokens); !slices.Contains(v.Entries(), e) {
 				t.Fatalf("%s at %d tokens: entry %s, the module has %v", v.Module(), tokens, e, v.Entries())
 			}

@@ -3,7 +3,8 @@
 #   - a C compiler and the C library headers (cgo), from the distribution;
 #   - Open MPI (headers, libmpi, mpirun) from the distribution;
 #   - when no CUDA toolkit is found at CUDA_HOME: the CUDA driver header, the
-#     libcuda link stub and the CUPTI headers, extracted from Debian's non-free
+#     libcuda link stub, the NVTX3 headers (header-only, for -p) and the
+#     CUPTI headers, extracted from Debian's non-free
 #     (Ubuntu: multiverse) packages into a project-local prefix.
 # Idempotent and quiet when there is nothing to do: a second run changes
 # nothing. Never needs a GPU.
@@ -59,13 +60,15 @@ if ! have_mpi; then
 fi
 
 # A CUDA toolkit (or an earlier extraction) is complete when it has the driver
-# header, the CUPTI headers and the libcuda link stub.
+# header, the NVTX3 headers, the CUPTI headers and the libcuda link stub.
 cuda_complete() {
 	local root=$1
-	[ -f "$root/include/cuda.h" ] && [ -f "$root/include/cupti.h" ] && [ -f "$root/lib64/stubs/libcuda.so" ]
+	[ -f "$root/include/cuda.h" ] && [ -f "$root/include/nvtx3/nvToolsExt.h" ] && [ -f "$root/include/cupti.h" ] &&
+		[ -f "$root/lib64/stubs/libcuda.so" ]
 }
 cupti_in_extras() {
-	[ -f "$cuda_home/include/cuda.h" ] && [ -f "$cuda_home/extras/CUPTI/include/cupti.h" ] && [ -f "$cuda_home/lib64/stubs/libcuda.so" ]
+	[ -f "$cuda_home/include/cuda.h" ] && [ -f "$cuda_home/include/nvtx3/nvToolsExt.h" ] &&
+		[ -f "$cuda_home/extras/CUPTI/include/cupti.h" ] && [ -f "$cuda_home/lib64/stubs/libcuda.so" ]
 }
 
 if cuda_complete "$cuda_home" || cupti_in_extras || cuda_complete "$prefix/cuda"; then
@@ -109,20 +112,22 @@ if ! have_candidate; then
 	apt_update
 fi
 
-say "extracting cuda.h, the libcuda stub and the CUPTI headers into $prefix/cuda"
+say "extracting cuda.h, the libcuda stub, the NVTX3 and the CUPTI headers into $prefix/cuda"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 (cd "$work" && apt-get download -qq nvidia-cuda-dev libcupti-dev 2>/dev/null) ||
 	die "could not download nvidia-cuda-dev and libcupti-dev"
 mkdir -p "$work/x"
-# Only three files of the 774 MB toolkit package are needed.
+# Only two files and the NVTX3 headers of the 774 MB toolkit package are needed.
 dpkg-deb --fsys-tarfile "$work"/nvidia-cuda-dev_*.deb |
-	tar -x -C "$work/x" ./usr/include/cuda.h ./usr/lib/x86_64-linux-gnu/stubs/libcuda.so
+	tar -x -C "$work/x" ./usr/include/cuda.h ./usr/include/nvtx3 ./usr/lib/x86_64-linux-gnu/stubs/libcuda.so
 dpkg-deb -x "$work"/libcupti-dev_*.deb "$work/x"
 
 mkdir -p "$prefix/cuda/include" "$prefix/cuda/lib64/stubs"
 cp "$work/x/usr/include/cuda.h" "$prefix/cuda/include/"
+rm -rf "$prefix/cuda/include/nvtx3"
+cp -R "$work/x/usr/include/nvtx3" "$prefix/cuda/include/"
 cp "$work"/x/usr/include/cupti*.h "$work"/x/usr/include/cuda_stdint.h "$work"/x/usr/include/generated_*.h "$prefix/cuda/include/"
 cp "$work/x/usr/lib/x86_64-linux-gnu/stubs/libcuda.so" "$prefix/cuda/lib64/stubs/"
 cuda_complete "$prefix/cuda" || die "extraction into $prefix/cuda is incomplete"

@@ -74,8 +74,10 @@ touch "$STATE/nonfree"
 	s.fake("dpkg-deb", `case "$1" in
 --fsys-tarfile)
 	d=$(mktemp -d)
-	mkdir -p "$d/usr/include" "$d/usr/lib/x86_64-linux-gnu/stubs"
+	mkdir -p "$d/usr/include/nvtx3/nvtxDetail" "$d/usr/lib/x86_64-linux-gnu/stubs"
 	echo cuda > "$d/usr/include/cuda.h"; echo stub > "$d/usr/lib/x86_64-linux-gnu/stubs/libcuda.so"
+	echo nvtx > "$d/usr/include/nvtx3/nvToolsExt.h"; echo impl > "$d/usr/include/nvtx3/nvtxDetail/nvtxImpl.h"
+	echo other > "$d/usr/include/other.h"
 	tar -C "$d" -c ./usr
 	rm -rf "$d" ;;
 -x)
@@ -108,9 +110,10 @@ func (s *fakeSystem) run() (string, []string) {
 func (s *fakeSystem) extracted() {
 	s.t.Helper()
 	for _, f := range []string{"include/cuda.h", "include/cupti.h", "include/cuda_stdint.h", "include/generated_cuda_meta.h",
-		"lib64/stubs/libcuda.so"} {
+		"include/nvtx3/nvToolsExt.h", "include/nvtx3/nvtxDetail/nvtxImpl.h", "lib64/stubs/libcuda.so"} {
 		assert.FileExists(s.t, filepath.Join(s.prefix, "cuda", f))
 	}
+	assert.NoFileExists(s.t, filepath.Join(s.prefix, "cuda", "include", "other.h"), "only the headers the build needs")
 }
 
 // With the non-free component already on, deps.sh downloads the two

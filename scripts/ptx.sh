@@ -2,7 +2,7 @@
 # Compiles kernels/ll.cu to PTX once per kernel variant listed in
 # kernels/variants.txt (the one list, which kernels.Variants parses too; ll.cuh
 # says what a variant fixes) into OUTDIR/ll_<name>.ptx, name being
-# <dispatch>_<combine>_<bf16|fp8>_<rlr|ds>, and stamps each file's first line
+# <dispatch>_<combine>_<bf16|fp8>_<rlr|ds|rm>, and stamps each file's first line
 # with
 #   // epbench-src-sha256: <hex>
 # the sha256 over the sorted kernel sources (for each: its file name, a
@@ -24,13 +24,14 @@ cd "$(dirname "$0")/.."
 # variant_defines NAME sets defines to the nvcc definitions of variant NAME,
 # spelled as kernels.Variant.Defines prints them (the stamp hashes them):
 # the dispatch and combine Proto* values (ll.cuh: fenced 0, inline 1,
-# lines 2), EPBENCH_FP8 1 for fp8, EPBENCH_COMBINE_MODE 1 for ds.
+# lines 2), EPBENCH_FP8 1 for fp8, EPBENCH_COMBINE_MODE (kMode*) 1 for ds,
+# 2 for rm (the rank-major layout).
 variant_defines() {
 	local d c dt mode extra v
 	local -a p
 	IFS=_ read -r d c dt mode extra <<<"$1"
 	if [ -n "$extra" ] || [ "${d}_${c}_${dt}_${mode}" != "$1" ]; then
-		echo "ptx: variant $1: not <dispatch>_<combine>_<bf16|fp8>_<rlr|ds>" >&2
+		echo "ptx: variant $1: not <dispatch>_<combine>_<bf16|fp8>_<rlr|ds|rm>" >&2
 		return 1
 	fi
 	for v in "$d" "$c"; do
@@ -55,8 +56,9 @@ variant_defines() {
 	case $mode in
 	rlr) mode=0 ;;
 	ds) mode=1 ;;
+	rm) mode=2 ;;
 	*)
-		echo "ptx: variant $1: combine mode \"$mode\" is neither rlr nor ds" >&2
+		echo "ptx: variant $1: combine mode \"$mode\" is none of rlr, ds, rm" >&2
 		return 1
 		;;
 	esac
