@@ -33,7 +33,7 @@ func benchmark(args []string, opts Options) error {
 		err = writeResult(os.Stdout, cfg.JSONPath, res)
 	}
 	if err == nil && res.Failed() {
-		err = &ExitError{Code: ExitValidation, Err: errors.New("validation failed (see the Data Validation block)")}
+		err = &ExitError{Code: ExitValidation, Err: errors.New(res.Failure())}
 	}
 	return finishMPI(w, cfg.Timeout(), runError(err))
 }

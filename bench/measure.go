@@ -163,6 +163,11 @@ func Measure(w *World, cfg *config.Config, plat *Platform) (*report.Result, erro
 			fmt.Fprintf(os.Stderr, "epbench: validation: %s\n", m.Check.Detail)
 		}
 	}
+	if m.Mask != nil {
+		if res.MaskTest, err = gatherMaskTest(w.Comm, m.Mask); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 

@@ -90,6 +90,7 @@ type Measurement struct {
 	KernelCombineUs                float64
 	KernelOK                       bool
 	Check                          *Check
+	Mask                           *report.MaskRank // the active-mask test (-T)
 }
 
 // PeerTimeout is a backend error meaning a peer did not arrive in time.
@@ -214,6 +215,11 @@ func (r *Run) loop(m *Measurement) (*Measurement, error) {
 			return nil, err
 		}
 		m.Check = c
+	}
+	if cfg.MaskTest {
+		if m.Mask, err = r.maskTest(); err != nil {
+			return nil, err
+		}
 	}
 	// The reductions that follow are blocking collectives: enter them only
 	// once every rank is known to be here.

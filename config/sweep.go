@@ -38,6 +38,9 @@ func ParseSweep(args []string, getenv func(string) string) (*Sweep, error) {
 	if base.ShowVersion {
 		return &Sweep{Version: true}, nil
 	}
+	if base.MaskTest {
+		return nil, usageErr("--mask-test", "runs once, after a benchmark, not in a sweep")
+	}
 	var flag string
 	for _, l := range sweepLists {
 		if len(*lists[l.name]) < 2 {

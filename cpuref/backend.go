@@ -35,6 +35,9 @@ const (
 // that do not take part in time make a *bench.TimeoutError naming them; the
 // phase names the exchange, e.g. "cpuref dispatch counts exchange".
 func (b *Backend) exchange(phase string, tag int, send []byte, sc, sd []int, recv []byte, rc, rd []int) error {
+	if b.active != nil {
+		return b.exchangeActive(phase, tag, send, sc, sd, recv, rc, rd)
+	}
 	missing, err := b.comm.AlltoallvDeadline(send, sc, sd, recv, rc, rd, tag, time.Now().Add(b.timeout))
 	if len(missing) > 0 {
 		return &bench.TimeoutError{Phase: phase, Ranks: missing, After: b.timeout}
@@ -75,7 +78,8 @@ type Backend struct {
 	own     int // the tokens this rank dispatches (ll.Shape.Own)
 	H, K    int
 	E, L    int
-	rm      bool // the rank-major layout
+	rm      bool   // the rank-major layout
+	active  []bool // -T: the mask of active ranks while masking is on, else nil (mask.go)
 	dtype   config.DispatchDtype
 	mode    config.CombineMode
 

@@ -27,6 +27,11 @@ func (b *Backend) Combine(j int) error {
 		return fmt.Errorf("cpuref: combine of routing %d after the dispatch of routing %d", j, b.dispatched)
 	}
 	b.wait(false)
+	if b.active != nil {
+		if err := b.handshake(); err != nil {
+			return err
+		}
+	}
 	b.sendExpertOutputs()
 
 	// What comes back from each expert rank follows from this rank's own
@@ -53,6 +58,9 @@ func (b *Backend) Combine(j int) error {
 	row := 2 * b.H
 	off := 0
 	for q := range b.recvCounts {
+		if !b.isActive(q) { // -T: nothing comes from a masked rank
+			b.recvCounts[q] = 0
+		}
 		b.recvCounts[q] *= row
 		b.recvDispls[q] = off
 		off += b.recvCounts[q]
@@ -174,6 +182,9 @@ func (b *Backend) reduce(idx []int64) {
 					continue
 				}
 				q := int(e) / b.L
+				if !b.isActive(q) { // -T: left out
+					continue
+				}
 				addWeightedBytes(b.acc, b.weights[t*b.K+k], b.combRecv[b.cursor[q]:b.cursor[q]+row])
 				b.cursor[q] += row
 			}
@@ -181,7 +192,7 @@ func (b *Backend) reduce(idx []int64) {
 			// acc = 0; acc = acc + partial_q over expert ranks ascending.
 			b.markExpertRanks(sel)
 			for q, h := range b.hasRank {
-				if !h {
+				if !h || !b.isActive(q) { // -T: a masked rank's partial is left out
 					continue
 				}
 				addBytes(b.acc, b.combRecv[b.cursor[q]:b.cursor[q]+row])

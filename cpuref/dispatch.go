@@ -81,6 +81,9 @@ func (b *Backend) Dispatch(j int) error {
 	off = 0
 	for s := range b.recvCounts {
 		n := int(le.Uint32(b.cntRecv[4*s:]))
+		if !b.isActive(s) { // -T: nothing comes from a masked rank
+			n = 0
+		}
 		if n > b.T {
 			return fmt.Errorf("cpuref: dispatch: rank %d announces %d messages, more than its %d tokens", s, n, b.T)
 		}
@@ -90,6 +93,11 @@ func (b *Backend) Dispatch(j int) error {
 	}
 	if err := b.exchange("cpuref dispatch exchange", tagDispatch, b.dispSend, b.sendCounts, b.sendDispls, b.dispRecv, b.recvCounts, b.recvDispls); err != nil {
 		return err
+	}
+	for s := range b.msgCount {
+		if !b.isActive(s) { // -T: masked during the exchange
+			b.msgCount[s] = 0
+		}
 	}
 	layOut := b.layOut
 	if b.rm {

@@ -142,7 +142,6 @@ func TestUsageErrorsExitTwoOnEveryRank(t *testing.T) {
 		{[]string{"-a", "ht"}, "epbench: error: --algorithm: "},
 		{[]string{"--backend", "cpu", "--cuda-graph"}, "epbench: error: --cuda-graph needs the CUDA backend"},
 		{[]string{"--backend", "cpu", "--ptx-dir", "/tmp"}, "epbench: error: --ptx-dir needs the CUDA backend"},
-		{[]string{"--backend", "cpu", "-T"}, "epbench: error: --mask-test: the active-mask test is not available in this build"},
 	}
 	for _, c := range cases {
 		r := mpirun(t, 4, c.args...)

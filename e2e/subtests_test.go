@@ -84,3 +84,38 @@ func TestSubTestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// Elastic EP's active-mask test on the CPU backend at 4 and 8 ranks: rank
+// 1 skips a dispatch and ranks 1 and 3 a combine; the others mask them
+// within --timeout-ms instead of failing, and every check passes.
+func TestCPUMaskTest(t *testing.T) {
+	for _, np := range []int{4, 8} {
+		t.Run(fmt.Sprintf("%d ranks", np), func(t *testing.T) {
+			r := mpirun(t, np, "--backend", "cpu", "-T", "-t", "12", "-d", "256", "-k", "3", "-e", fmt.Sprint(2*np),
+				"-w", "1", "-i", "3", "--timeout-ms", "500")
+			require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			assert.Contains(t, r.stdout, "Global validation: Dispatch=PASSED, Combine=PASSED") // -T implies -V
+			block := r.stdout[strings.Index(r.stdout, "=== Active-Mask Test ==="):]
+			rest := strings.Repeat(",1", np-4)
+			var want []string
+			for q := 0; q < np; q++ {
+				if q != 1 {
+					want = append(want, fmt.Sprintf("Rank %d: mask after dispatch = [1,0,1,1%s]", q, rest),
+						fmt.Sprintf("Rank %d: dispatch mask check: PASSED (rank 1 mask=0)", q))
+				}
+			}
+			for q := 0; q < np; q++ {
+				if q != 1 && q != 3 {
+					want = append(want, fmt.Sprintf("Rank %d: mask after combine = [1,0,1,0%s]", q, rest),
+						fmt.Sprintf("Rank %d: combine mask check: PASSED (rank 1=0, rank 3=0)", q))
+				}
+			}
+			for q := 0; q < np; q++ {
+				want = append(want, fmt.Sprintf("Rank %d: mask clean check: PASSED", q))
+			}
+			want = append(want, "=== Active-Mask Test Complete ===")
+			assert.Equal(t, "=== Active-Mask Test ===\n"+strings.Join(want, "\n")+"\n", block)
+			assert.Empty(t, errorLines(r.stderr))
+		})
+	}
+}

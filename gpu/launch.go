@@ -127,13 +127,16 @@ func (b *Backend) launch(op int, j int, expect *uint64) error {
 	if b.args.X != b.mem.x {
 		gi++
 	}
-	if b.Graphs() && b.graphs[op][gi] != 0 {
+	// With the mask of active ranks (-T) every call is launched, with its
+	// address; no graph holds it.
+	masking := b.args.Active != 0
+	if b.Graphs() && !masking && b.graphs[op][gi] != 0 {
 		return b.graphs[op][gi].Launch(b.stream)
 	}
 	b.args.TopkIdx, b.args.TopkW = b.mem.idx[j], b.mem.w[j]
 	b.args.Expect = *expect
 	b.args.Put(b.params.Bytes())
-	if !b.Graphs() {
+	if !b.Graphs() || masking {
 		return f.Launch(l.Grid, l.Threads, smem, b.stream, b.params, coop)
 	}
 	g, err := f.Capture(l.Grid, l.Threads, smem, b.stream, b.params, coop)

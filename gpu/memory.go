@@ -36,6 +36,7 @@ type memory struct {
 	out, recvScales                                                uint64
 	recvTopkIdx, recvTopkW                                         uint64   // rank-major, else 0
 	tokensOf                                                       uint64   // int32 [R] (-l, -N), else 0
+	active                                                         uint64   // int32 [R], the mask of active ranks (-T), else 0
 	idx, w                                                         []uint64 // per routing
 	clock                                                          uint64   // --cuda-graph: the kernels' device clock, else 0
 	traceD, traceC                                                 uint64   // EPBENCH_TRACE: phase stamps, else 0
@@ -64,7 +65,7 @@ func (m *memory) allocate(p *kernels.Plan, s Stream) error {
 	}{
 		{&m.peers, l.Peers}, {&m.x, l.X}, {&m.xgen, l.XGen}, {&m.recvX, l.RecvX}, {&m.recvCount, l.RecvCount}, {&m.srcInfo, l.SrcInfo},
 		{&m.layoutRange, l.LayoutRange}, {&m.rowPos, l.RowPos}, {&m.out, l.Out}, {&m.recvScales, l.RecvScales},
-		{&m.recvTopkIdx, l.RecvTopkIdx}, {&m.recvTopkW, l.RecvTopkW}, {&m.tokensOf, l.TokensOf},
+		{&m.recvTopkIdx, l.RecvTopkIdx}, {&m.recvTopkW, l.RecvTopkW}, {&m.tokensOf, l.TokensOf}, {&m.active, l.Active},
 		{&m.clock, l.Clock}, {&m.traceD, l.Trace}, {&m.traceC, l.Trace},
 	} {
 		if b.size == 0 {

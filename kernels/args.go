@@ -14,6 +14,7 @@ type Args struct {
 	RecvScales                             uint64
 	RecvTopkIdx, RecvTopkW                 uint64 // rank-major outputs
 	TokensOf                               uint64 // 0, or int32 [R]: the tokens each rank dispatches
+	Active                                 uint64 // 0, or int32 [R]: the mask of active ranks (-T)
 	Trace                                  uint64
 	OffDispatchSignal, OffCombineSignal    uint64
 	OffDispatchRecv, OffCombineRecv        uint64
@@ -33,9 +34,9 @@ type Args struct {
 	Reserved                               int32
 }
 
-// ArgsSize is sizeof(LLArgs): 29 eight-byte fields and 14 four-byte fields
+// ArgsSize is sizeof(LLArgs): 30 eight-byte fields and 14 four-byte fields
 // (the test derives it from ll.cuh).
-const ArgsSize = 29*8 + 14*4
+const ArgsSize = 30*8 + 14*4
 
 // Combine modes (LLArgs.combine_mode, kMode* in ll.cuh).
 const (
@@ -100,7 +101,7 @@ func (a *Args) Put(b []byte) {
 	o := 0
 	for _, v := range [...]uint64{
 		a.Peers, a.Err, a.X, a.TopkIdx, a.TopkW, a.RecvX, a.RecvCount, a.SrcInfo, a.LayoutRange,
-		a.RowPos, a.Y, a.Out, a.RecvScales, a.RecvTopkIdx, a.RecvTopkW, a.TokensOf, a.Trace, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
+		a.RowPos, a.Y, a.Out, a.RecvScales, a.RecvTopkIdx, a.RecvTopkW, a.TokensOf, a.Active, a.Trace, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
 		a.OffDispatchCounts, a.OffInlineDispatch, a.OffInlineCounts, a.OffInlineCombine, a.Expect, a.TimeoutNs,
 		a.Clock, a.JitterNs,
 	} {

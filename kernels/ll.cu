@@ -71,6 +71,12 @@ __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
 // their rows into the own expert rows directly.
 __device__ __forceinline__ bool direct_self(const LLArgs& a, int s) { return s == a.rank; }
 
+// Whether peer is masked (-T), as lane 0 of the warp reads it: a
+// warp-uniform answer. Warp-collective.
+__device__ __forceinline__ bool masked_warp(const LLArgs& a, int peer) {
+    return a.active != nullptr && __shfl_sync(0xffffffffu, (int)masked(a.active, peer), 0) != 0;
+}
+
 // The tokens rank s dispatches in this call (its slots from there on hold
 // nothing of this call).
 __device__ __forceinline__ int tokens_from(const LLArgs& a, int s) {
@@ -147,7 +153,7 @@ __device__ __forceinline__ uint4 unit_load(const uint4* p) {
 
 // Waits until unit p carries `flag` in both halves and returns its 8 data
 // bytes in *d; bounded like wait_arrivals (false when it gave up).
-__device__ inline bool unit_wait(const uint4* p, uint32_t flag, uint2* d, uint64_t deadline, int* err, int phase,
+__device__ inline bool unit_wait(const uint4* p, uint32_t flag, uint2* d, uint64_t deadline, int* err, int* active, int phase,
                                  int peer) {
     for (uint32_t spins = 1;; spins++) {
         const uint4 v = unit_load(p);
@@ -155,7 +161,7 @@ __device__ inline bool unit_wait(const uint4* p, uint32_t flag, uint2* d, uint64
             *d = make_uint2(v.x, v.z);
             return true;
         }
-        if ((spins & 255) == 0 && bound_reached(deadline, err, phase, peer)) return false;
+        if ((spins & 255) == 0 && bound_reached(deadline, err, active, phase, peer)) return false;
     }
 }
 
@@ -166,7 +172,7 @@ __device__ inline bool unit_wait(const uint4* p, uint32_t flag, uint2* d, uint64
 // timeout the peer of a waiting unit, peer_of(i), is recorded. The loops
 // unroll, so unit(i) can name registers.
 template <int N, typename Unit, typename At, typename PeerOf>
-__device__ __forceinline__ bool units_settle(Unit unit, At at, uint32_t flag, uint64_t deadline, int* err, int phase,
+__device__ __forceinline__ bool units_settle(Unit unit, At at, uint32_t flag, uint64_t deadline, int* err, int* active, int phase,
                                              PeerOf peer_of) {
     auto waits = [&](int i) { return at(i) != nullptr && !(unit(i).y == flag && unit(i).w == flag); };
     for (uint32_t spins = 1;; spins++) {
@@ -184,7 +190,7 @@ __device__ __forceinline__ bool units_settle(Unit unit, At at, uint32_t flag, ui
         for (int i = 0; i < N; i++)
             if (waiting < 0 && waits(i)) waiting = peer_of(i);
         if (waiting < 0) return true;
-        if (bound_reached(deadline, err, phase, waiting)) return false;
+        if (bound_reached(deadline, err, active, phase, waiting)) return false;
     }
 }
 
@@ -233,7 +239,7 @@ __device__ __forceinline__ int line_word(int line) {
 // in *w0, *w1: polls each until it carries `flag`. Bounded like unit_wait;
 // warp-collective.
 __device__ inline bool lines_settle(const uint4* lines, int first, int nlines, uint64_t flag, uint64_t* w0,
-                                    uint64_t* w1, uint64_t deadline, int* err, int phase, int peer) {
+                                    uint64_t* w1, uint64_t deadline, int* err, int* active, int phase, int peer) {
     const int lane = threadIdx.x % kWarp;
     const int line = first + lane / 8;
     const bool mine = line < nlines;
@@ -242,17 +248,17 @@ __device__ inline bool lines_settle(const uint4* lines, int first, int nlines, u
         const bool ready = line_ready(*w1, flag) || !mine;
         if (__all_sync(0xffffffffu, ready)) return true;
         if (!ready) line_load(p, w0, w1);
-        if ((spins & 255) == 0 && __any_sync(0xffffffffu, bound_reached(deadline, err, phase, peer))) return false;
+        if ((spins & 255) == 0 && __any_sync(0xffffffffu, bound_reached(deadline, err, active, phase, peer))) return false;
     }
 }
 
 // lines_settle with the first loads made here.
 __device__ inline bool lines_wait(const uint4* lines, int first, int nlines, uint64_t flag, uint64_t* w0,
-                                  uint64_t* w1, uint64_t deadline, int* err, int phase, int peer) {
+                                  uint64_t* w1, uint64_t deadline, int* err, int* active, int phase, int peer) {
     const int lane = threadIdx.x % kWarp;
     const int line = first + lane / 8;
     if (line < nlines) line_load(lines + (int64_t)line * 8 + lane % 8, w0, w1);
-    return lines_settle(lines, first, nlines, flag, w0, w1, deadline, err, phase, peer);
+    return lines_settle(lines, first, nlines, flag, w0, w1, deadline, err, active, phase, peer);
 }
 
 // Int i of a lines message header held, as words, by the warp's lanes
@@ -305,7 +311,7 @@ __device__ __forceinline__ bool last_ticket(uint64_t* tickets, uint64_t blocks) 
 // at once slow the stream down). Warp-uniform.
 __device__ __forceinline__ void release_peers(const LLArgs& a, const uint64_t* bases, uint64_t off_signal) {
     for (int q = threadIdx.x % kWarp; q < a.ranks; q += kWarp) {
-        if (q == a.rank) continue;
+        if (q == a.rank || masked(a.active, q)) continue;
 #if EPBENCH_BREAK == 2  // kBreakNoFence: a relaxed add, no fence
         asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(at<uint64_t>(bases[q], off_signal) + a.rank) : "memory");
 #else
@@ -596,7 +602,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     uint4* const idst = at<uint4>(peer, a.off_inline_combine);  // inline: rows of inline_row_units; lines: of nl lines
     const bool inl = a.combine_proto == kProtoInline, lines = a.combine_proto == kProtoLines;
     const uint32_t flag = (uint32_t)a.epoch;
-    if (t >= tokens_from(a, s)) return;  // the source sent no such token
+    if (t >= tokens_from(a, s) || masked_warp(a, s)) return;  // no such token, or a masked source (-T)
     // The routing of (s, t) (the message header, or for the own rank's
     // tokens, never sent to itself, its own topk_idx and weights) and the
     // rows dispatch gave the selections, all loaded in one round trip.
@@ -778,7 +784,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         __syncthreads();
         if (threadIdx.x < R) {
             const uint64_t* arrived = at<const uint64_t>(self, a.off_combine_signal);
-            if (!wait_arrivals(arrived + threadIdx.x, a.expect, deadline, a.err, kPhaseCombine, threadIdx.x))
+            if (!wait_arrivals(arrived + threadIdx.x, a.expect, deadline, a.err, a.active, kPhaseCombine, threadIdx.x) &&
+                !masked(a.active, threadIdx.x))  // -T: a masked rank's partials are left out
                 failed = 1;
         }
         __syncthreads();
@@ -840,7 +847,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
 #pragma unroll
             for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
         }
-        const unsigned my_rank = e >= 0 ? (unsigned)(e / L) : UINT_MAX;
+        // -T: a masked rank's partial is left out.
+        const unsigned my_rank = e >= 0 && !masked(a.active, e / L) ? (unsigned)(e / L) : UINT_MAX;
         for (int prev = -1;;) {
             const unsigned q = next_rank(my_rank, prev);
             if (q == UINT_MAX) break;
@@ -858,8 +866,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 const int first = item_group(slice, u);
                 if (first >= nl) break;
                 uint64_t w0 = 0, w1 = 0;
-                if (!lines_wait(lfrom, first, nl, (uint64_t)flag, &w0, &w1, deadline, a.err, kPhaseCombine, (int)q))
-                    return;  // in every lane together
+                if (!lines_wait(lfrom, first, nl, (uint64_t)flag, &w0, &w1, deadline, a.err, a.active, kPhaseCombine,
+                                (int)q)) {
+                    if (masked_warp(a, (int)q)) break;  // -T: given up on
+                    return;                             // in every lane together
+                }
                 float f[8];
                 unpack8(make_uint4((uint32_t)w0, (uint32_t)(w0 >> 32), (uint32_t)w1, (uint32_t)(w1 >> 32)), f);
 #pragma unroll
@@ -885,7 +896,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         for (int u = 0; u < kVecPerLane; u++)
 #pragma unroll
             for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
-        for (unsigned left = __ballot_sync(0xffffffffu, e >= 0); left;) {
+        for (unsigned left = __ballot_sync(0xffffffffu, e >= 0 && !masked(a.active, e / L)); left;) {
             YRaw raw[kBatch][kVecPerLane];
             int kb[kBatch];
             bool peer[kBatch];
@@ -925,8 +936,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                     if (first >= nl) break;
                     uint64_t w0 = (uint64_t)raw[b][u].v.y << 32 | raw[b][u].v.x;
                     uint64_t w1 = (uint64_t)raw[b][u].v.w << 32 | raw[b][u].v.z;
-                    if (!lines_settle(lfrom, first, nl, (uint64_t)flag, &w0, &w1, deadline, a.err, kPhaseCombine, q))
-                        return;  // in every lane together
+                    if (!lines_settle(lfrom, first, nl, (uint64_t)flag, &w0, &w1, deadline, a.err, a.active,
+                                      kPhaseCombine, q)) {
+                        if (!masked_warp(a, q)) return;  // in every lane together
+                        w0 = w1 = 0;                     // -T: given up on, left out
+                    }
                     raw[b][u].v = make_uint4((uint32_t)w0, (uint32_t)(w0 >> 32), (uint32_t)w1, (uint32_t)(w1 >> 32));
                 }
             }
@@ -960,8 +974,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         // time (warp-uniform): rank_local_reduce: the ranks holding at least
         // one of the token's selections, ascending, each of which sent one
         // partial row; direct_send: the selections in top-k order.
-        const unsigned valid = __ballot_sync(0xffffffffu, e >= 0);
-        const unsigned my_rank = e >= 0 ? (unsigned)(e / L) : UINT_MAX;
+        // -T: the selections and partials of masked ranks are left out.
+        const bool sel = e >= 0 && !masked(a.active, e / L);
+        const unsigned valid = __ballot_sync(0xffffffffu, sel);
+        const unsigned my_rank = sel ? (unsigned)(e / L) : UINT_MAX;
         int prev = -1;          // rank_local_reduce: the last rank taken
         unsigned left = valid;  // direct_send: the selections not taken yet
         auto next_term = [&](int* row, int* rank, float* w) {
@@ -1035,9 +1051,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                         }
                     }
                     if (done) break;
-                    if ((spins & 255) == 0 && bound_reached(deadline, a.err, kPhaseCombine, waiting)) {
-                        ok = false;
-                        break;
+                    if ((spins & 255) == 0 && bound_reached(deadline, a.err, a.active, kPhaseCombine, waiting)) {
+                        if (!masked(a.active, waiting)) {
+                            ok = false;
+                            break;
+                        }
+                        // -T: the terms of masked ranks are left out (zero, in place).
+#pragma unroll
+                        for (int b = 0; b < kBatch; b++)
+#pragma unroll
+                            for (int u = 0; u < kVecPerLane; u++)
+                                if (b < nb && v[u] >= 0 && masked(a.active, rankb[b]))
+                                    in[b][u] = ihi[b][u] = make_uint4(0, flag, 0, flag);
                     }
                 }
                 if (__any_sync(0xffffffffu, !ok)) return;

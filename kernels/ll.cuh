@@ -27,6 +27,7 @@ struct LLArgs {
     int* recv_topk_idx;        // rank-major: [R, T, K] each slot's top-k as local experts, -1 elsewhere
     float* recv_topk_w;        // rank-major: [R, T, K] each slot's top-k weights
     const int* tokens_of;      // [R] the tokens each rank dispatches (-l, -N), or null: every rank `tokens`
+    int* active;               // -T: null, or [R] the mask of active ranks (1 active, 0 masked; bound_reached)
     uint64_t* trace;           // null, or [grid, kTracePoints] globaltimer stamps of this call's phases
     uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then [2] tickets
     uint64_t off_combine_signal;
@@ -203,20 +204,33 @@ __device__ __forceinline__ int ld_volatile(const int* p) { return *(const volati
 // word lives in host-mapped memory, the host reads it without a copy): true
 // when the loop must give up, because another block has recorded an error
 // or the deadline (globaltimer ns) has passed; then (phase, peer) is
-// recorded in the error word.
-__device__ __forceinline__ bool bound_reached(uint64_t deadline, int* err, int phase, int peer) {
+// recorded in the error word. With a mask of active ranks (elastic EP, -T;
+// docs/DESIGN.md) a late peer is masked instead, and the operation goes on
+// without it (its caller sees masked(active, peer)); a wait on a peer
+// masked before gives up at its first check.
+__device__ __forceinline__ bool bound_reached(uint64_t deadline, int* err, int* active, int phase, int peer) {
     if (ld_volatile(err) != 0) return true;
+    if (active != nullptr && ld_volatile(active + peer) == 0) return true;
     if (global_timer() <= deadline) return false;
+    if (active != nullptr) {
+        atomicExch(active + peer, 0);
+        return true;
+    }
     atomicCAS(err, 0, (phase << 24) | (peer + 1));
     return true;
+}
+
+// Whether peer is masked in the mask of active ranks (never without one).
+__device__ __forceinline__ bool masked(const int* active, int peer) {
+    return active != nullptr && ld_volatile(active + peer) == 0;
 }
 
 // Waits until *counter >= target, bounded as bound_reached says. Returns
 // false when it gave up.
 __device__ inline bool wait_arrivals(const uint64_t* counter, uint64_t target, uint64_t deadline, int* err,
-                                     int phase, int peer) {
+                                     int* active, int phase, int peer) {
     for (uint32_t spins = 1; ld_acquire_sys(counter) < target; spins++)
-        if ((spins & 255) == 0 && bound_reached(deadline, err, phase, peer)) return false;
+        if ((spins & 255) == 0 && bound_reached(deadline, err, active, phase, peer)) return false;
     return true;
 }
 

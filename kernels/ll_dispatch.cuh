@@ -24,6 +24,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     __shared__ int nrows;
     __shared__ int waited_upto;  // sources of order 1..waited_upto-1 have arrived
     __shared__ int failed;
+    __shared__ int src_masked[2];  // fenced receive, -T: the current message's source is masked (by iteration parity)
     __shared__ float gamax[16384 / kScaleBlock];  // lines, FP8: each channel group's largest magnitude
     __shared__ int lhdr[2 + 3 * kMaxTopK];        // lines: the header being sent
     // Spread (fewer than kSpreadTokens tokens, so T * K <= kWorkers): every
@@ -82,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     auto find_dests = [&](int64_t e) {
         const int q = e >= 0 && e < E ? (int)(e / L) : -1;
         const unsigned same = __match_any_sync(0xffffffffu, q);
-        const bool lead = q >= 0 && !direct_self(a, q) && (__ffs(same) - 1) == lane;
+        const bool lead = q >= 0 && !direct_self(a, q) && (__ffs(same) - 1) == lane && !masked(a.active, q);
         const unsigned leads = __ballot_sync(0xffffffffu, lead);
         if (lead) dests[__popc(leads & ((1u << lane) - 1u))] = q;
         if (lane == 0) ndest = __popc(leads);
@@ -118,21 +119,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             if (ids[u] < 0 || ids[u] >= E) continue;
-            const int i = i0 + u * kThreads;
             atomicAdd(&total[ids[u]], 1);
-            if (i < nb) atomicAdd(&before[ids[u]], 1);
-            if (!rm) continue;
-            // Rank-major: a token counts once per rank, at its first
-            // selection there.
-            const int q = (int)(ids[u] / L), tk = i / K;
-            bool first = true;
-            for (int k = 0; k < i % K; k++) {
-                const int64_t e = __ldg(a.topk_idx + (int64_t)tk * K + k);
-                first = first && !(e >= 0 && e < E && (int)(e / L) == q);
-            }
-            if (!first) continue;
-            atomicAdd(&total_r[q], 1);
-            if (i < nb) atomicAdd(&before_r[q], 1);
+            if (i0 + u * kThreads < nb) atomicAdd(&before[ids[u]], 1);
         }
     };
     load4(threadIdx.x);
@@ -172,6 +160,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         for (int w = 0; w < (R + 63) / 64; w++) {
             for (uint64_t m = seen[w]; m; m &= m - 1) {
                 const int q = w * 64 + __ffsll((long long)m) - 1;
+                if (masked(a.active, q)) continue;
                 if (!a.fp8) {
                     if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
                     else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
@@ -222,11 +211,22 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         load4(i0);
         count4(i0);
     }
+    // Rank-major: the tokens sent to each rank, a warp per token (lane k
+    // holds selection k; the lowest lane of each rank counts the token).
+    for (int tk = warp; rm && tk < own; tk += kWarps) {
+        const int64_t e = lane < K ? __ldg(a.topk_idx + (int64_t)tk * K + lane) : -1;
+        const int q = e >= 0 && e < E ? (int)(e / L) : -1;
+        const unsigned same = __match_any_sync(0xffffffffu, q);
+        if (q >= 0 && lane == __ffs(same) - 1) {
+            atomicAdd(&total_r[q], 1);
+            if (tk < t0) atomicAdd(&before_r[q], 1);
+        }
+    }
     __syncthreads();
     // Every peer learns how many rows each of its experts gets from here.
     if (blockIdx.x == 0) {
         for (int q = 0; q < R; q++) {
-            if (direct_self(a, q)) continue;
+            if (direct_self(a, q) || masked(a.active, q)) continue;
             int2* c = at<int2>(peer_base[q], a.off_dispatch_counts) + count_index(a, a.rank);
             uint4* ic = at<uint4>(peer_base[q], a.off_inline_counts) + count_index(a, a.rank);
             // Rank-major: one count, the tokens sent to q.
@@ -286,7 +286,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             __syncwarp();
             const int ln = lane / 8, part = lane % 8;
             for (int r = 0; r < R; r++) {
-                if (direct_self(a, r)) continue;
+                if (direct_self(a, r) || masked(a.active, r)) continue;
                 bool sent = false;
                 for (int i = 0; i < ndest; i++) sent |= dests[i] == r;
                 if (ln >= nhl) continue;
@@ -323,7 +323,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
         // Inline: every peer learns whether the token comes to it.
         for (int r = lane; inl && r < R; r += kWarp) {
-            if (direct_self(a, r)) continue;
+            if (direct_self(a, r) || masked(a.active, r)) continue;
             bool sent = false;
             for (int i = 0; i < ndest; i++) sent |= dests[i] == r;
             unit_store(islot_at(r, t), sent ? 1u : 0u, 0, flag);
@@ -508,8 +508,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         if (wt == 0 && !inl && !lines) {
             for (int o = waited_upto; o < upto && !failed; o++) {
                 const int p = (a.rank + o) % R;
-                if (!wait_arrivals(arrived + p, a.expect, deadline, a.err, kPhaseDispatch, p)) failed = 1;
-                else waited_upto = o + 1;
+                // A masked source (-T) is waited for no longer.
+                if (!wait_arrivals(arrived + p, a.expect, deadline, a.err, a.active, kPhaseDispatch, p) &&
+                    !masked(a.active, p))
+                    failed = 1;
+                else
+                    waited_upto = o + 1;
             }
         }
     };
@@ -517,6 +521,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     auto count_of = [&](int s, int l, int* c) {
         if (direct_self(a, s)) {
             *c = rm ? total_r[a.rank] : total[lo + l];
+            return true;
+        }
+        if (masked(a.active, s)) {  // -T: a masked source counts nothing
+            *c = 0;
             return true;
         }
         if (!inl && !lines) {
@@ -531,7 +539,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             return true;
         }
         uint2 d;
-        if (!unit_wait(icounts + count_index(a, s) + l, flag, &d, deadline, a.err, kPhaseDispatch, s)) return false;
+        if (!unit_wait(icounts + count_index(a, s) + l, flag, &d, deadline, a.err, a.active, kPhaseDispatch, s)) {
+            if (!masked(a.active, s)) return false;
+            d.x = 0;
+        }
         *c = (int)d.x;
         return true;
     };
@@ -599,7 +610,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         for (int item = (warp - 1 - kOwnWarps) * gridDim.x + blockIdx.x; item < nmsg * chunks; item += nw) {
             const int m = item / chunks, c = item % chunks;
             const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
-            if (t >= tokens_from(a, s)) continue;  // the source sends no such token
+            if (t >= tokens_from(a, s) || masked_warp(a, s)) continue;  // no such token, or a masked source (-T)
             const uint4* slot = inline_slot(a, self, s, t);
             // The row lines' first loads go out with the header's.
             uint64_t w0[4] = {}, w1[4] = {}, h0 = 0, h1 = 0;
@@ -608,7 +619,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                 const int ln = c * 16 + 4 * q + lane / 8;
                 if (ln < nrl) line_load(slot + (nhl + ln) * 8 + lane % 8, &w0[q], &w1[q]);
             }
-            if (!lines_wait(slot, 0, nhl, flag64, &h0, &h1, deadline, a.err, kPhaseDispatch, s)) break;
+            if (!lines_wait(slot, 0, nhl, flag64, &h0, &h1, deadline, a.err, a.active, kPhaseDispatch, s)) {
+                if (masked_warp(a, s)) continue;
+                break;
+            }
             if (header_int(h0, h1, 0) == 0) continue;  // the token does not come here
             const int k = lane < K ? lane : 0;
             const int id = header_int(h0, h1, 2 + k), pk = header_int(h0, h1, 2 + 2 * K + k);
@@ -635,9 +649,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             for (int q = 0; q < 4 && ok; q++) {
                 if (c * 16 + 4 * q >= nrl) break;
                 ok = lines_settle(slot + nhl * 8, c * 16 + 4 * q, nrl, flag64, &w0[q], &w1[q], deadline, a.err,
-                                  kPhaseDispatch, s);
+                                  a.active, kPhaseDispatch, s);
             }
-            if (!ok) break;
+            if (!ok) {
+                if (masked_warp(a, s)) continue;
+                break;
+            }
             for (unsigned mm = mines; mm; mm &= mm - 1) {
                 const int64_t r = __shfl_sync(0xffffffffu, row, __ffs(mm) - 1);
                 uint64_t* dst = reinterpret_cast<uint64_t*>(recv + r * rb);
@@ -678,7 +695,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < nmsg * slices; item += nw) {
             const int m = item / slices, v0 = item % slices * kSliceVecs + lane;
             const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
-            if (t >= tokens_from(a, s)) continue;  // the source sends no such token
+            if (t >= tokens_from(a, s) || masked_warp(a, s)) continue;  // no such token, or a masked source (-T)
             const uint8_t* slot = dispatch_slot(a, self, s, t);
             const uint4* islot = inline_slot(a, self, s, t);
             // The slice's data loads first (inline: unit 2u + h is half h of
@@ -722,7 +739,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                     if (pr_ok && (pr.x == 0 || lane >= K || (hd.y == flag && hd.w == flag))) break;
                     if (!pr_ok) pr = unit_load(islot);
                     if (lane < K && !(hd.y == flag && hd.w == flag)) hd = unit_load(islot + 1 + lane);
-                    if ((spins & 255) == 0 && bound_reached(deadline, a.err, kPhaseDispatch, s)) {
+                    if ((spins & 255) == 0 && bound_reached(deadline, a.err, a.active, kPhaseDispatch, s)) {
                         ok = false;
                         break;
                     }
@@ -733,7 +750,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                     p = (int)hd.z;
                 }
             }
-            if (__any_sync(0xffffffffu, !ok)) return;
+            if (__any_sync(0xffffffffu, !ok)) {
+                if (masked_warp(a, s)) continue;  // -T: the source is given up on
+                return;
+            }
             if (!__shfl_sync(0xffffffffu, live, 0)) continue;
             const bool mine = e >= lo && e < hi;
             unsigned mines = __ballot_sync(0xffffffffu, mine);
@@ -747,7 +767,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                         w = __ldcg(hdr_w(reinterpret_cast<const int*>(slot), K) + lane);
                     } else if (lane < K) {
                         uint2 d;
-                        ok = unit_wait(islot + 1 + K + lane, flag, &d, deadline, a.err, kPhaseDispatch, s);
+                        ok = unit_wait(islot + 1 + K + lane, flag, &d, deadline, a.err, a.active, kPhaseDispatch, s);
                         w = __uint_as_float(d.x);
                     }
                     record_slot(row, t, mine ? e - lo : -1, w);
@@ -759,10 +779,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                 ok = place(e - lo, ord, p, t, lane, v0 == lane, &r);  // recorded by the message's first slice
                 row = (int64_t)(e - lo) * rows_per_expert + r;
             }
-            if (__any_sync(0xffffffffu, !ok)) return;
+            if (__any_sync(0xffffffffu, !ok)) {
+                if (masked_warp(a, s)) continue;  // -T: the source is given up on
+                return;
+            }
             float scale = 0.f;
             if (inl) {
-                ok = units_settle<kUnits>([&](int i) -> uint4& { return un[i]; }, unit_at, flag, deadline, a.err,
+                ok = units_settle<kUnits>([&](int i) -> uint4& { return un[i]; }, unit_at, flag, deadline, a.err, a.active,
                                           kPhaseDispatch, [&](int) { return s; });
 #pragma unroll
                 for (int u = 0; u < kVecPerLane; u++)
@@ -771,7 +794,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             } else if (has_scale) {
                 scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + g);
             }
-            if (__any_sync(0xffffffffu, !ok)) return;
+            if (__any_sync(0xffffffffu, !ok)) {
+                if (masked_warp(a, s)) continue;  // -T: the source is given up on
+                return;
+            }
             for (unsigned mm = mines; mm; mm &= mm - 1) {
                 const int64_t r = __shfl_sync(0xffffffffu, row, __ffs(mm) - 1);
 #pragma unroll
@@ -788,12 +814,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         return;
     }
     // Fenced, many tokens: the workers of a block take one message at a time.
+    int waits = 0;  // messages waited for (src_masked's slot)
     for (int m = blockIdx.x; m < nmsg; m += gridDim.x) {
         const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
         if (t >= tokens_from(a, s)) continue;  // the source sends no such token (block-uniform)
         wait_sources(ord + 1);
+        // -T: one thread decides for the block whether the source is masked;
+        // the other slot is the next message's, and this one is written
+        // again only after every thread has passed the next barrier, so
+        // has read it.
+        const int par = waits++ & 1;
+        if (a.active != nullptr && wt == 0) src_masked[par] = masked(a.active, s);
         workers_sync();  // also: the previous message's rows are stored
         if (failed) return;
+        if (a.active != nullptr && src_masked[par]) continue;
         if (!traced) {
             EPBENCH_TRACE_BY(a, 3, kWarp);
             traced = true;

@@ -95,6 +95,7 @@ type LocalSizes struct {
 	RecvTopkIdx    int64 // rank-major: [R*T, K] int32
 	RecvTopkW      int64 // rank-major: [R*T, K] float32
 	TokensOf       int64 // [R] int32, the tokens each rank dispatches, where they differ from Tokens (-l, -N)
+	Active         int64 // [R] int32, the mask of active ranks (-T)
 	LayoutRange    int64 // [L, R] int64
 	RowPos         int64 // [R, T, K] int32
 	Out            int64 // [T, H] bf16
@@ -108,7 +109,7 @@ type LocalSizes struct {
 // Total is the sum of the local buffers.
 func (l LocalSizes) Total() int64 {
 	return l.Peers + l.X + l.XGen + l.RecvX + l.RecvCount + l.SrcInfo + l.LayoutRange + l.RowPos + l.Out + l.RecvScales +
-		l.RecvTopkIdx + l.RecvTopkW + l.TokensOf + int64(l.Routings)*(l.TopkIdx+l.TopkW) + l.Clock + 2*l.Trace
+		l.RecvTopkIdx + l.RecvTopkW + l.TokensOf + l.Active + int64(l.Routings)*(l.TopkIdx+l.TopkW) + l.Clock + 2*l.Trace
 }
 
 // NewPlan computes the plan of s. It refuses what the kernels cannot run.
@@ -146,6 +147,9 @@ func NewPlan(s Setup) (*Plan, error) {
 	}
 	if c.RankTokens(s.Ranks) != nil {
 		p.Local.TokensOf = 4 * R
+	}
+	if c.MaskTest {
+		p.Local.Active = 4 * R
 	}
 	if c.CUDAGraph {
 		p.Local.Clock = ClockBytes

@@ -154,7 +154,15 @@ func (c *Comm) NewExchange() (*Exchange, error) {
 // again until they complete.
 func (x *Exchange) Alltoallv(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int,
 	tag int, deadline time.Time) (missing []int, err error) {
+	return x.alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, tag, deadline, nil)
+}
+
+// alltoallv is Alltoallv with the ranks whose entry in active is false (nil:
+// none) left out.
+func (x *Exchange) alltoallv(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int,
+	tag int, deadline time.Time, active []bool) (missing []int, err error) {
 	c := x.c
+	out := func(r int) bool { return active != nil && !active[r] }
 	if err := c.ready(); err != nil {
 		return nil, err
 	}
@@ -174,7 +182,8 @@ func (x *Exchange) Alltoallv(send []byte, sendCounts, sendDispls []int, recv []b
 		return nil, fmt.Errorf("mpi: Exchange: %d bytes for this rank itself, room for %d", sendCounts[me], recvCounts[me])
 	}
 	for r := range c.size {
-		if r == me {
+		if r == me || out(r) {
+			x.reqs[r].done, x.reqs[r].err = true, nil
 			continue
 		}
 		if err := c.StartIrecv(&x.reqs[r], recv[recvDispls[r]:recvDispls[r]+recvCounts[r]], r, tag); err != nil {
@@ -182,7 +191,8 @@ func (x *Exchange) Alltoallv(send []byte, sendCounts, sendDispls []int, recv []b
 		}
 	}
 	for r := range c.size {
-		if r == me {
+		if r == me || out(r) {
+			x.reqs[c.size+r].done, x.reqs[c.size+r].err = true, nil
 			continue
 		}
 		if err := c.StartIsend(&x.reqs[c.size+r], send[sendDispls[r]:sendDispls[r]+sendCounts[r]], r, tag); err != nil {

@@ -22,13 +22,25 @@ type Result struct {
 	Setup      *Setup      `json:"setup,omitempty"`
 	Memory     *Memory     `json:"gpu_memory,omitempty"`
 	Validation *Validation `json:"validation,omitempty"`
+	// MaskTest is the active-mask test (-T); nil when it did not run.
+	MaskTest *MaskTest `json:"mask_test,omitempty"`
 	// PerRank is written to JSON only.
 	PerRank []RankValues `json:"per_rank,omitempty"`
 }
 
-// Failed reports whether the run's validation failed on some rank.
+// Failed reports whether the run's validation failed on some rank, or a
+// check of the active-mask test did.
 func (r *Result) Failed() bool {
-	return r.Validation != nil && !(r.Validation.GlobalDispatch && r.Validation.GlobalCombine)
+	return r.Validation != nil && !(r.Validation.GlobalDispatch && r.Validation.GlobalCombine) || r.MaskTest.Failed()
+}
+
+// Failure says what failed, for the error line of a run whose result
+// Failed.
+func (r *Result) Failure() string {
+	if r.MaskTest.Failed() {
+		return "the active-mask test failed (see its block)"
+	}
+	return "validation failed (see the Data Validation block)"
 }
 
 // Config echoes the run's configuration in the header.

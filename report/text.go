@@ -45,6 +45,9 @@ func WriteText(w io.Writer, r *Result) error {
 	if r.Validation != nil {
 		steps = append(steps, func() error { return WriteValidation(bw, *r.Validation) })
 	}
+	if r.MaskTest != nil {
+		steps = append(steps, func() error { return WriteMaskTest(bw, *r.MaskTest) })
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err

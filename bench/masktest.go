@@ -1,0 +1,197 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/epbench/epbench/mpi"
+	"github.com/epbench/epbench/report"
+)
+
+// Masker is a backend with elastic EP's mask of active ranks (-T): while
+// masking is on, an operation that waits for a peer past --timeout-ms masks
+// it instead of failing and goes on without it, and masked peers are skipped.
+type Masker interface {
+	// SetMasking turns the mask on, every rank active, or off.
+	SetMasking(on bool) error
+	// Mask is this rank's mask after the operations so far (true: active).
+	Mask() ([]bool, error)
+	// CleanMask makes every rank active again.
+	CleanMask() error
+	// CombineWaitsForAll: a combine waits for every active rank, not only
+	// for the ranks its tokens select.
+	CombineWaitsForAll() bool
+}
+
+// The ranks that skip an operation in the active-mask test, as NCCL-EP tests
+// elastic EP: MaskSkipDispatch skips a dispatch (and so its combine),
+// MaskSkipCombine a combine.
+const (
+	MaskSkipDispatch = 1
+	MaskSkipCombine  = 3
+)
+
+// maskTest is the active-mask test on this rank, after the benchmark: with
+// the mask on, every rank but MaskSkipDispatch dispatches routing 0, which
+// must mask that rank; every rank but both skippers combines, which must
+// mask MaskSkipCombine too (where this rank waits for it: always with a
+// combine that waits for every rank, else when its tokens select that
+// rank); then the mask is cleaned. Bounded barriers separate the steps,
+// long enough for the waits that mask a rank.
+func (r *Run) maskTest() (*report.MaskRank, error) {
+	mk, ok := r.Backend.(Masker)
+	if !ok {
+		return nil, errors.New("-T/--mask-test: this backend has no mask of active ranks")
+	}
+	b := r.Backend
+	rank, n := r.Comm.Rank(), r.Comm.Size()
+	bar := NewBarrier(r.Comm, 2*r.Cfg.Timeout()+HostWorkTimeout)
+	ones := func() []int {
+		m := make([]int, n)
+		for i := range m {
+			m[i] = 1
+		}
+		return m
+	}
+	read := func(want []int) (*report.MaskCheck, error) {
+		m, err := mk.Mask()
+		if err != nil {
+			return nil, err
+		}
+		c := &report.MaskCheck{Mask: make([]int, len(m)), Want: want}
+		for i, on := range m {
+			if on {
+				c.Mask[i] = 1
+			}
+		}
+		return c, nil
+	}
+	step := func(what string, err error) error {
+		if err != nil {
+			return fmt.Errorf("active-mask test: %s: %w", what, err)
+		}
+		return nil
+	}
+	if err := step("barrier before it", bar.Wait("barrier before the active-mask test")); err != nil {
+		return nil, err
+	}
+	if err := step("turning the mask on", mk.SetMasking(true)); err != nil {
+		return nil, err
+	}
+	out := &report.MaskRank{Rank: rank}
+	var err error
+	if rank != MaskSkipDispatch {
+		if err := step("dispatch", errors.Join(b.Dispatch(0), b.Sync())); err != nil {
+			return nil, err
+		}
+		want := ones()
+		want[MaskSkipDispatch] = 0
+		if out.Dispatch, err = read(want); err != nil {
+			return nil, step("reading the mask", err)
+		}
+	}
+	if err := step("barrier after the dispatch", bar.Wait("barrier after the active-mask test's dispatch")); err != nil {
+		return nil, err
+	}
+	if rank != MaskSkipDispatch && rank != MaskSkipCombine {
+		if err := step("combine", errors.Join(b.Combine(0), b.Sync())); err != nil {
+			return nil, err
+		}
+		want := ones()
+		want[MaskSkipDispatch] = 0
+		if sel, err := r.selectsRank(MaskSkipCombine); err != nil {
+			return nil, step("routing", err)
+		} else if sel || mk.CombineWaitsForAll() {
+			want[MaskSkipCombine] = 0
+		}
+		if out.Combine, err = read(want); err != nil {
+			return nil, step("reading the mask", err)
+		}
+	}
+	if err := step("barrier after the combine", bar.Wait("barrier after the active-mask test's combine")); err != nil {
+		return nil, err
+	}
+	if err := step("cleaning the mask", mk.CleanMask()); err != nil {
+		return nil, err
+	}
+	clean, err := read(ones())
+	if err != nil {
+		return nil, step("reading the mask", err)
+	}
+	out.Clean = *clean
+	if err := step("turning the mask off", mk.SetMasking(false)); err != nil {
+		return nil, err
+	}
+	return out, step("barrier after it", bar.Wait("barrier after the active-mask test"))
+}
+
+// selectsRank reports whether this rank's routing 0 selects an expert of
+// rank q.
+func (r *Run) selectsRank(q int) (bool, error) {
+	if r.Shape == nil {
+		return false, errors.New("no shape")
+	}
+	s := *r.Shape
+	idx, err := s.Routing(r.Cfg.Seed, s.Rank, 0)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range idx {
+		if e >= 0 && int(e)/s.LocalExperts() == q {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// gatherMaskTest collects every rank's part of the active-mask test (the
+// same on every rank). Collective.
+func gatherMaskTest(c *mpi.Comm, me *report.MaskRank) (*report.MaskTest, error) {
+	n := c.Size()
+	width := 2 + 6*n
+	enc := make([]int32, 0, width)
+	put := func(ch *report.MaskCheck) {
+		if ch == nil {
+			enc = append(enc, 0)
+			enc = append(enc, make([]int32, 2*n)...)
+			return
+		}
+		enc = append(enc, 1)
+		for _, v := range append(append([]int{}, ch.Mask...), ch.Want...) {
+			enc = append(enc, int32(v))
+		}
+	}
+	put(me.Dispatch)
+	put(me.Combine)
+	for _, v := range append(append([]int{}, me.Clean.Mask...), me.Clean.Want...) {
+		enc = append(enc, int32(v))
+	}
+	if len(enc) != width {
+		return nil, fmt.Errorf("active-mask test: rank %d's masks have %d entries, want %d", me.Rank, len(enc), width)
+	}
+	all, err := c.AllgatherInt32(enc)
+	if err != nil {
+		return nil, fmt.Errorf("gathering the active-mask test: %w", err)
+	}
+	out := &report.MaskTest{}
+	for r := range n {
+		v := all[r*width : (r+1)*width]
+		ints := func(w []int32) []int {
+			o := make([]int, len(w))
+			for i, x := range w {
+				o[i] = int(x)
+			}
+			return o
+		}
+		get := func(off int) *report.MaskCheck {
+			if v[off] == 0 {
+				return nil
+			}
+			return &report.MaskCheck{Mask: ints(v[off+1 : off+1+n]), Want: ints(v[off+1+n : off+1+2*n])}
+		}
+		mr := report.MaskRank{Rank: r, Dispatch: get(0), Combine: get(1 + 2*n)}
+		mr.Clean = report.MaskCheck{Mask: ints(v[2+4*n : 2+5*n]), Want: ints(v[2+5*n : 2+6*n])}
+		out.Ranks = append(out.Ranks, mr)
+	}
+	return out, nil
+}

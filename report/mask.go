@@ -1,0 +1,110 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// MaskTest is elastic EP's active-mask test (-T), every rank's masks as
+// they were read after each step.
+type MaskTest struct {
+	Ranks []MaskRank `json:"ranks"`
+}
+
+// MaskRank is one rank's part of the test.
+type MaskRank struct {
+	Rank int `json:"rank"`
+	// Dispatch and Combine are nil where the rank skipped the operation.
+	Dispatch *MaskCheck `json:"dispatch,omitempty"`
+	Combine  *MaskCheck `json:"combine,omitempty"`
+	Clean    MaskCheck  `json:"clean"`
+}
+
+// MaskCheck is a mask read back (1 active, 0 masked, one per rank) and the
+// one expected.
+type MaskCheck struct {
+	Mask []int `json:"mask"`
+	Want []int `json:"want"`
+}
+
+// OK reports whether the mask is the one expected.
+func (c MaskCheck) OK() bool {
+	if len(c.Mask) != len(c.Want) {
+		return false
+	}
+	for i := range c.Mask {
+		if c.Mask[i] != c.Want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Failed reports whether any check of the test failed.
+func (m *MaskTest) Failed() bool {
+	if m == nil {
+		return false
+	}
+	for _, r := range m.Ranks {
+		for _, c := range []*MaskCheck{r.Dispatch, r.Combine, &r.Clean} {
+			if c != nil && !c.OK() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func maskString(m []int) string {
+	s := make([]string, len(m))
+	for i, v := range m {
+		s[i] = fmt.Sprint(v)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
+// at is m[i], or -1 where m has no such entry.
+func at(m []int, i int) int {
+	if i < len(m) {
+		return m[i]
+	}
+	return -1
+}
+
+// WriteMaskTest writes the test's block as ep_bench prints it: the masks
+// after the dispatch (ranks that ran it), after the combine (ranks that ran
+// it), the clean check of every rank.
+func WriteMaskTest(w io.Writer, m MaskTest) error {
+	p := newPrinter(w)
+	verdict := func(c MaskCheck) string {
+		if c.OK() {
+			return "PASSED"
+		}
+		return "FAILED"
+	}
+	p.line("\n=== Active-Mask Test ===")
+	for _, r := range m.Ranks {
+		if c := r.Dispatch; c != nil {
+			p.printf("Rank %d: mask after dispatch = %s\n", r.Rank, maskString(c.Mask))
+			p.printf("Rank %d: dispatch mask check: %s (rank 1 mask=%d)\n", r.Rank, verdict(*c), at(c.Mask, 1))
+			if !c.OK() {
+				p.printf("Rank %d:   expected %s\n", r.Rank, maskString(c.Want))
+			}
+		}
+	}
+	for _, r := range m.Ranks {
+		if c := r.Combine; c != nil {
+			p.printf("Rank %d: mask after combine = %s\n", r.Rank, maskString(c.Mask))
+			p.printf("Rank %d: combine mask check: %s (rank 1=%d, rank 3=%d)\n", r.Rank, verdict(*c), at(c.Mask, 1), at(c.Mask, 3))
+			if !c.OK() {
+				p.printf("Rank %d:   expected %s\n", r.Rank, maskString(c.Want))
+			}
+		}
+	}
+	for _, r := range m.Ranks {
+		p.printf("Rank %d: mask clean check: %s\n", r.Rank, verdict(r.Clean))
+	}
+	p.line("=== Active-Mask Test Complete ===")
+	return p.err
+}
