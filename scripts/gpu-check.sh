@@ -7,7 +7,8 @@
 #   4. prints a short table last.
 # With --mps it runs only the section for ranks that share one GPU under MPS
 # (after step 1): 2, 4 and 8 ranks on GPU 0, back to back with jitter and
-# in-stream validation, every protocol; then the kernels built with one
+# in-stream validation, every protocol, rank-major and the token sub-tests;
+# the active-mask test (-T) at 4 and 8 ranks; then the kernels built with one
 # ordering step broken on purpose (scripts/ptx.sh EPBENCH_BREAK), each of
 # which validation must catch; a short table last.
 # Usage: scripts/gpu-check.sh [--quick | --mps] [--out DIR]
@@ -102,7 +103,8 @@ if [ -n "$mps" ]; then
 		for c in "-t 1" "-t 1 --dispatch-dtype fp8_e4m3 --combine-mode direct_send" \
 			"" "--combine-mode direct_send" "--dispatch-dtype fp8_e4m3" "--dispatch-dtype fp8_e4m3 --combine-mode direct_send" \
 			"--protocol fenced" "--protocol fenced -t 1 --combine-mode direct_send" \
-			"--protocol inline -t 15 --dispatch-dtype fp8_e4m3" "--protocol lines -t 32 --dispatch-dtype fp8_e4m3"; do
+			"--protocol inline -t 15 --dispatch-dtype fp8_e4m3" "--protocol lines -t 32 --dispatch-dtype fp8_e4m3" \
+			"-L rm" "-L rm -t 1" "-L rm --protocol fenced --dispatch-dtype fp8_e4m3" "-N" "-L rm -N" "-l 64 -S 8"; do
 			# shellcheck disable=SC2086
 			mps_run "mps $n ${c:-defaults}" 120 "$n" "${soak[@]}" $c "${ptx_args[@]}"
 			g=$(grep -o 'kernels: [0-9]* blocks' "$out/run.txt" | head -1)
@@ -111,6 +113,22 @@ if [ -n "$mps" ]; then
 				results+=("mps $n ${c:-defaults}|${g#kernels: }, ${v:-no validation}, ${mps_secs} s|ok")
 			else
 				results+=("mps $n ${c:-defaults}|rc=$mps_rc, ${mps_secs} s|FAIL")
+				status=1
+				tail -5 "$out/run.txt"
+				mps_start
+			fi
+		done
+	done
+	# Elastic EP's active-mask test (at least 4 ranks): every check passes.
+	for n in 4 8; do
+		for c in "" "--protocol fenced" "-t 1" "-L rm"; do
+			# shellcheck disable=SC2086
+			mps_run "mask $n ${c:-defaults}" 120 "$n" -T --timeout-ms 1000 -w 3 -i 20 $c "${ptx_args[@]}"
+			f=$(grep -c 'check: FAILED' "$out/run.txt")
+			if [ $mps_rc -eq 0 ] && grep -q '=== Active-Mask Test Complete ===' "$out/run.txt"; then
+				results+=("mask $n ${c:-defaults}|every check passed, ${mps_secs} s|ok")
+			else
+				results+=("mask $n ${c:-defaults}|rc=$mps_rc, $f checks failed, ${mps_secs} s|FAIL")
 				status=1
 				tail -5 "$out/run.txt"
 				mps_start
