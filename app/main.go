@@ -15,7 +15,6 @@ import (
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/mpi"
 	"github.com/epbench/epbench/report"
-	"github.com/epbench/epbench/sidebyside"
 )
 
 // CUDA is what the CUDA executable adds to the common command.
@@ -99,7 +98,7 @@ func dispatch(args []string, opts Options) error {
 
 // parseRun parses the benchmark's flags, handling --help and --version.
 func parseRun(args []string) (*config.Config, bool, error) {
-	cfg, err := config.Parse(args, sidebyside.Getenv)
+	cfg, err := config.Parse(args, os.Getenv)
 	if errors.Is(err, config.ErrHelp) {
 		if mpi.LauncherRank() == 0 {
 			fmt.Print(config.Usage())

@@ -10,7 +10,6 @@ import (
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/mpi"
 	"github.com/epbench/epbench/report"
-	"github.com/epbench/epbench/sidebyside"
 )
 
 // sweepCmd runs `epbench sweep`.
@@ -21,7 +20,7 @@ func sweepCmd(args []string, opts Options) error {
 		}
 		return nil
 	}
-	sp, err := config.ParseSweep(args, sidebyside.Getenv)
+	sp, err := config.ParseSweep(args, os.Getenv)
 	if err == nil {
 		err = report.CheckOutputs(map[string]string{"--csv": sp.CSVPath, "--json": sp.Points[0].JSONPath})
 	}

@@ -293,22 +293,42 @@ func parse(args []string, getenv func(string) string, lists map[string]*[]int, e
 			if f.env == "" || fs.Changed(f.name) {
 				continue
 			}
-			raw := strings.TrimSpace(getenv(f.env))
+			raw, name := envValue(getenv, f.env)
 			if raw == "" {
 				continue
 			}
 			n, err := f.parse(raw)
 			if err != nil {
-				return nil, nil, usageErr(f.env, err.Error())
+				return nil, nil, usageErr(name, err.Error())
 			}
 			*f.field(c) = n
-			source[f.name] = f.env
+			source[f.name] = name
 		}
 	}
 	if err := c.check(source); err != nil {
 		return nil, nil, err
 	}
 	return c, source, nil
+}
+
+// SeedEnvPrefix starts the seed benchmark's variables (MSCCLPP_EP_BENCH_TOKENS,
+// _HIDDEN, _TOPK, _EXPERTS, _WARMUP, _ITERS), which name the same sizes as
+// the EPBENCH_* ones, so the seed's launchers work unchanged.
+const SeedEnvPrefix = "MSCCLPP_EP_BENCH_"
+
+// envValue is the value of variable name (EPBENCH_*) and the name it came
+// from: its own, or where that is unset or empty, the seed's name of it.
+func envValue(getenv func(string) string, name string) (value, from string) {
+	if v := strings.TrimSpace(getenv(name)); v != "" {
+		return v, name
+	}
+	if rest, ok := strings.CutPrefix(name, "EPBENCH_"); ok {
+		seed := SeedEnvPrefix + rest
+		if v := strings.TrimSpace(getenv(seed)); v != "" {
+			return v, seed
+		}
+	}
+	return "", name
 }
 
 // Check reports the first problem with a Config built or changed in code

@@ -305,13 +305,15 @@ func TestEnvFallbacks(t *testing.T) {
 	equal(t, 7168, c.Hidden)
 	equal(t, 50, c.Iters)
 
-	// Only the listed variables are read.
+	// Only the listed variables are read, each under its name and the
+	// seed's.
 	var asked []string
 	_, err = Parse(nil, func(name string) string { asked = append(asked, name); return "" })
 	noErr(t, err)
 	sort.Strings(asked)
 	equal(t, []string{"EPBENCH_EXPERTS", "EPBENCH_HIDDEN", "EPBENCH_ITERS",
-		"EPBENCH_TOKENS", "EPBENCH_TOPK", "EPBENCH_WARMUP"}, asked)
+		"EPBENCH_TOKENS", "EPBENCH_TOPK", "EPBENCH_WARMUP", "MSCCLPP_EP_BENCH_EXPERTS", "MSCCLPP_EP_BENCH_HIDDEN",
+		"MSCCLPP_EP_BENCH_ITERS", "MSCCLPP_EP_BENCH_TOKENS", "MSCCLPP_EP_BENCH_TOPK", "MSCCLPP_EP_BENCH_WARMUP"}, asked)
 }
 
 func TestHelp(t *testing.T) {

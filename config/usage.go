@@ -34,8 +34,9 @@ Flags:
 Environment:
   EPBENCH_TOKENS, EPBENCH_HIDDEN, EPBENCH_TOPK, EPBENCH_EXPERTS,
   EPBENCH_WARMUP, EPBENCH_ITERS supply --num-tokens, --hidden, --num-topk,
-  --num-experts, --num-warmup and --num-iters when the flag is not given.
-  A flag always wins over its variable.
+  --num-experts, --num-warmup and --num-iters when the flag is not given;
+  the seed benchmark's names MSCCLPP_EP_BENCH_TOKENS, ... stand in for each
+  where it is unset. A flag always wins over its variable.
 
 Exit status:
   0  success
