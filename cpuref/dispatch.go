@@ -148,9 +148,8 @@ func (b *Backend) packMessage(m []byte, t int, sel []int64) {
 // layOut builds recv_x (or the FP8 rows and scales), recv_count, src_info,
 // layout_range and rowPos from the received messages.
 func (b *Backend) layOut() error {
-	R, T, K, L, H := b.R, b.T, b.K, b.L, b.H
+	R, T, K, L := b.R, b.T, b.K, b.L
 	RT := R * T
-	nb := H / ScaleBlock
 	first := b.rank * L
 	clear(b.recvCount)
 	for s := 0; s < R; s++ {
@@ -188,19 +187,7 @@ func (b *Backend) layOut() error {
 				pos[k] = int32(row)
 				slot := l*RT + row
 				b.srcInfo[slot] = int32(t)
-				p := msg[b.hdr:]
-				if b.dtype == config.DtypeFP8E4M3 {
-					copy(b.recvFP8[slot*H:(slot+1)*H], p[:H])
-					sc := b.recvScales[slot*nb : (slot+1)*nb]
-					for i := range sc {
-						sc[i] = math.Float32frombits(le.Uint32(p[H+4*i:]))
-					}
-					continue
-				}
-				dst := b.recvX[slot*H : (slot+1)*H]
-				for c := range dst {
-					dst[c] = le.Uint16(p[2*c:])
-				}
+				b.putRow(slot, msg)
 			}
 		}
 		for l := 0; l < L; l++ {
@@ -218,8 +205,7 @@ func (b *Backend) layOut() error {
 // tokens of s, and the slots past it are left as they are. rowPos marks
 // each message's local selections with its slot, for combine.
 func (b *Backend) layOutRankMajor() error {
-	R, T, K, L, H := b.R, b.T, b.K, b.L, b.H
-	nb := H / ScaleBlock
+	R, T, K, L := b.R, b.T, b.K, b.L
 	first := b.rank * L
 	offW := offExperts + 4*K
 	for s := 0; s < R; s++ {
@@ -244,20 +230,27 @@ func (b *Backend) layOutRankMajor() error {
 				}
 				b.recvTopkW[slot*K+k] = math.Float32frombits(le.Uint32(msg[offW+4*k:]))
 			}
-			p := msg[b.hdr:]
-			if b.dtype == config.DtypeFP8E4M3 {
-				copy(b.recvFP8[slot*H:(slot+1)*H], p[:H])
-				sc := b.recvScales[slot*nb : (slot+1)*nb]
-				for i := range sc {
-					sc[i] = math.Float32frombits(le.Uint32(p[H+4*i:]))
-				}
-				continue
-			}
-			dst := b.recvX[slot*H : (slot+1)*H]
-			for c := range dst {
-				dst[c] = le.Uint16(p[2*c:])
-			}
+			b.putRow(slot, msg)
 		}
 	}
 	return nil
+}
+
+// putRow copies the payload of dispatch message msg into receive row (or
+// slot) `row`: the BF16 row, or the FP8 row and its scales.
+func (b *Backend) putRow(row int, msg []byte) {
+	H, nb := b.H, b.H/ScaleBlock
+	p := msg[b.hdr:]
+	if b.dtype == config.DtypeFP8E4M3 {
+		copy(b.recvFP8[row*H:(row+1)*H], p[:H])
+		sc := b.recvScales[row*nb : (row+1)*nb]
+		for i := range sc {
+			sc[i] = math.Float32frombits(le.Uint32(p[H+4*i:]))
+		}
+		return
+	}
+	dst := b.recvX[row*H : (row+1)*H]
+	for c := range dst {
+		dst[c] = le.Uint16(p[2*c:])
+	}
 }
