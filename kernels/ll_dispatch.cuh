@@ -211,12 +211,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         load4(i0);
         count4(i0);
     }
-    // Rank-major: the tokens sent to each rank, a warp per token (lane k
-    // holds selection k; the lowest lane of each rank counts the token).
-    for (int tk = warp; rm && tk < own; tk += kWarps) {
-        const int64_t e = lane < K ? __ldg(a.topk_idx + (int64_t)tk * K + lane) : -1;
+    // Rank-major: the tokens sent to each rank, 32/K tokens per warp at a
+    // time (lane j holds selection j % K of the warp's token j / K; the
+    // lowest lane of each (token, rank) counts the token).
+    const int per_warp = kWarp / K;
+    for (int base = warp * per_warp; rm && base < own; base += kWarps * per_warp) {
+        const int tk = base + lane / K;
+        const int64_t e = lane < per_warp * K && tk < own ? __ldg(a.topk_idx + (int64_t)tk * K + lane % K) : -1;
         const int q = e >= 0 && e < E ? (int)(e / L) : -1;
-        const unsigned same = __match_any_sync(0xffffffffu, q);
+        const unsigned same = __match_any_sync(0xffffffffu, q < 0 ? -1 - lane : tk * R + q);
         if (q >= 0 && lane == __ffs(same) - 1) {
             atomicAdd(&total_r[q], 1);
             if (tk < t0) atomicAdd(&before_r[q], 1);

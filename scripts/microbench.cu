@@ -2,7 +2,9 @@
 // SM-driven NVLink store bandwidth (one way and both ways), a local device
 // copy, a cross-GPU flag round trip with release/acquire at system scope, an
 // empty kernel between two events, the gap the host's synchronisation leaves
-// between two operations, and a burst to the peer followed by its release. Needs two GPUs with P2P for the NVLink
+// between two operations, a burst to the peer followed by its release, and
+// the local path's floors (write-only and read-only rates of the GPU's own
+// memory, plain and TMA bulk stores). Needs two GPUs with P2P for the NVLink
 // parts. Build: nvcc -O3 -arch=sm_90 -o microbench scripts/microbench.cu
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +30,35 @@ __global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, s
 }
 
 __global__ void empty() {}
+
+// Reads n vectors and keeps nothing (the sum goes out only if it is a value
+// it cannot be), so the loads are all that is timed.
+__global__ void read16(const uint4* __restrict__ src, size_t n, uint4* sink) {
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = __ldcs(src + i);
+        acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+    }
+    if (acc.x == 0x9e3779b9u && acc.y == 0x7f4a7c15u) sink[threadIdx.x] = acc;
+}
+
+// Writes n bytes (a multiple of chunk, chunk of 16) with TMA bulk copies
+// from a shared-memory chunk: one thread per block issues them, chunks
+// spread over the grid.
+__global__ void tma_store(uint8_t* dst, size_t n, unsigned chunk) {
+    extern __shared__ __align__(128) uint8_t buf[];
+    for (unsigned i = threadIdx.x; i < chunk / 16; i += blockDim.x)
+        reinterpret_cast<uint4*>(buf)[i] = make_uint4(i, blockIdx.x, 1, 2);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    const unsigned sbuf = (unsigned)__cvta_generic_to_shared(buf);
+    for (size_t off = (size_t)blockIdx.x * chunk; off < n; off += (size_t)gridDim.x * chunk)
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + off), "r"(sbuf), "r"(chunk)
+                     : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
 
 __device__ __forceinline__ void st_release(uint64_t* p, uint64_t v) {
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -270,6 +301,38 @@ int main() {
     g_blocks = sms;
     float ms = time_kernel_ms(s0, [](cudaStream_t s) { copy16<<<g_blocks, 512, 0, s>>>(g_dst, g_src, g_n); }, 10);
     printf("local copy (%d blocks): %.0f GB/s (bytes copied)\n", g_blocks, bytes / (ms * 1e-3) / 1e9);
+    // The local path's floors: the best a grid of the LL kernels' shape (and
+    // twice as many blocks) writes and reads of the GPU's own memory, at
+    // 256 MiB (the rate) and at the default dispatch's rows (1015 rows of
+    // 14336 bytes, 14.55 MB: the time per kernel, launches back to back).
+    {
+        static uint4* sink;
+        CK(cudaMalloc(&sink, 512 * sizeof(uint4)));
+        static size_t n_small;
+        n_small = 1015ull * 14336 / sizeof(uint4);
+        for (int mult = 1; mult <= 2; mult++) {
+            g_blocks = sms * mult;
+            float w = time_kernel_ms(s0, [](cudaStream_t s) { store16<<<g_blocks, 512, 0, s>>>(g_dst, g_n); }, 10);
+            float r = time_kernel_ms(s0, [](cudaStream_t s) { read16<<<g_blocks, 512, 0, s>>>(g_src, g_n, sink); }, 10);
+            float ws = time_kernel_ms(s0, [](cudaStream_t s) { store16<<<g_blocks, 512, 0, s>>>(g_dst, n_small); }, 50);
+            float rs = time_kernel_ms(s0, [](cudaStream_t s) { read16<<<g_blocks, 512, 0, s>>>(g_src, n_small, sink); }, 50);
+            printf("local %3d blocks x 512: write-only %.0f GB/s, read-only %.0f GB/s (256 MiB); 14.55 MB: write %.2f us, read %.2f us per kernel\n",
+                   g_blocks, bytes / (w * 1e-3) / 1e9, bytes / (r * 1e-3) / 1e9, ws * 1e3, rs * 1e3);
+        }
+        static unsigned chunk;
+        for (unsigned c : {4096u, 16384u, 32768u}) {
+            chunk = c;
+            CK(cudaFuncSetAttribute(tma_store, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)c));
+            g_blocks = sms;
+            float w = time_kernel_ms(s0, [](cudaStream_t s) { tma_store<<<g_blocks, 128, chunk, s>>>((uint8_t*)g_dst, g_n * 16, chunk); }, 10);
+            static size_t small;
+            small = (1015ull * 14336) / chunk * chunk;
+            float ws = time_kernel_ms(s0, [](cudaStream_t s) { tma_store<<<g_blocks, 128, chunk, s>>>((uint8_t*)g_dst, small, chunk); }, 50);
+            printf("local TMA bulk stores from shared, %u-byte chunks, %d blocks: %.0f GB/s (256 MiB); %.2f MB: %.2f us per kernel\n",
+                   c, g_blocks, bytes / (w * 1e-3) / 1e9, small / 1e6, ws * 1e3);
+        }
+        g_blocks = sms;
+    }
 
     if (n < 2) {
         printf("one GPU: NVLink measurements skipped\n");

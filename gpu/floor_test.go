@@ -1,0 +1,82 @@
+package gpu
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/epbench/epbench/bench"
+	"github.com/epbench/epbench/cupti"
+	"github.com/epbench/epbench/kernels"
+)
+
+// emptyLLPTX has two empty kernels whose names the kernel timer counts as a
+// dispatch and a combine, each taking the LL kernels' argument block.
+const emptyLLPTX = `.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry epbench_empty_dispatch(.param .align 8 .b8 p[296]) { ret; }
+.visible .entry epbench_empty_combine(.param .align 8 .b8 p[296]) { ret; }
+`
+
+// The floor under every kernel's time as the kernel timer reports it: an
+// empty kernel on the LL kernels' grid (one 512-thread block per SM),
+// launched as they are, dispatch and combine in turn, timed by the same
+// in-process CUPTI collector (docs/PERF.md, the local path's floors).
+//
+//	mpirun -np 1 bin/gpu.test -test.run '^$' -test.bench EmptyKernelCUPTI -test.benchtime 2000x
+func BenchmarkEmptyKernelCUPTI(b *testing.B) {
+	if kernels.ArgsSize != 296 {
+		b.Fatalf("the empty kernels take 296 bytes, the LL kernels %d", kernels.ArgsSize)
+	}
+	var dUs, cUs float64
+	onGPU(b, func(_ *bench.World, dev *Device) error {
+		m, err := LoadModule([]byte(emptyLLPTX))
+		if err != nil {
+			return err
+		}
+		defer m.Unload()
+		d, err := m.Function("epbench_empty_dispatch")
+		if err != nil {
+			return err
+		}
+		c, err := m.Function("epbench_empty_combine")
+		if err != nil {
+			return err
+		}
+		s, err := NewStream()
+		if err != nil {
+			return err
+		}
+		defer s.Destroy()
+		params := NewParamBlock(kernels.ArgsSize)
+		defer params.Free()
+		col, err := cupti.Open()
+		if err != nil {
+			return err
+		}
+		defer col.Close()
+		grid := dev.Info.SMs
+		pair := func() error {
+			return errors.Join(d.Launch(grid, 512, 0, s, params, false), s.Sync(), c.Launch(grid, 512, 0, s, params, false), s.Sync())
+		}
+		for range 10 { // warm-up
+			if err := pair(); err != nil {
+				return err
+			}
+		}
+		if err := col.Start(); err != nil {
+			return err
+		}
+		b.ResetTimer()
+		for range b.N {
+			if err := pair(); err != nil {
+				return err
+			}
+		}
+		b.StopTimer()
+		dUs, cUs, err = col.Stop(b.N, b.N)
+		return err
+	})
+	b.ReportMetric(dUs, "dispatch-us")
+	b.ReportMetric(cUs, "combine-us")
+}
