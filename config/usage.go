@@ -42,7 +42,7 @@ Exit status:
   0  success
   1  runtime error
   2  usage error
-  3  validation failed
+  3  validation failed (or a check of -T's active-mask test)
   4  a peer did not arrive within --timeout-ms
 `)
 	return b.String()
