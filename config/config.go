@@ -130,7 +130,7 @@ var configInts = []configInt{
 	{intFlag{name: "max-num-sms", short: "S", def: 0, lo: 0, hi: maxCount,
 		usage: "a cap on the blocks the kernels use; 0 = auto (--num-blocks, the exact grid, wins)"},
 		func(c *Config) *int { return &c.MaxNumSMs }},
-	{intFlag{name: "dispatch-less-than-max-tokens", short: "l", def: 0, lo: 0, hi: MaxTokens,
+	{intFlag{name: "dispatch-less-than-max-tokens", short: "l", def: 0, lo: 0, hi: MaxTokens, zeroUnset: true,
 		usage: "every rank dispatches `M` tokens (1..--num-tokens), buffers sized for --num-tokens"},
 		func(c *Config) *int { return &c.DispatchTokens }},
 	{intFlag{name: "jitter-us", def: 0, lo: 0, hi: MaxJitterUs,
@@ -283,6 +283,11 @@ func parse(args []string, getenv func(string) string, lists map[string]*[]int, e
 	}
 	if c.MaskTest {
 		c.Validate = true // -T implies -V
+	}
+	for _, f := range configInts {
+		if f.zeroUnset && fs.Changed(f.name) && *f.field(c) == 0 {
+			return nil, nil, usageErr("--"+f.name, "must be at least 1, got 0 (leave the flag out for its default)")
+		}
 	}
 	if rest := fs.Args(); len(rest) > 0 {
 		return nil, nil, usageErr(strconv.Quote(rest[0]), "unexpected positional argument")
@@ -519,6 +524,9 @@ func (c *Config) Args() []string {
 		"--layout=" + c.Layout.flagValue(),
 	}
 	for _, f := range configInts {
+		if f.zeroUnset && *f.field(c) == 0 {
+			continue
+		}
 		out = append(out, "--"+f.name+"="+strconv.Itoa(*f.field(c)))
 	}
 	out = append(out,

@@ -111,6 +111,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--back-to-back=maybe"}, nil, `--back-to-back: must be true or false, got "maybe"`},
 		{[]string{"-L", "rm", "--combine-mode", "direct_send"}, nil, `--combine-mode: direct_send does not apply to the rank-major layout (its combine sums one row per rank)`},
 		{[]string{"-l", "200"}, nil, `--dispatch-less-than-max-tokens: must be at most --num-tokens, got 200 > 128`},
+		{[]string{"-l", "0"}, nil, `--dispatch-less-than-max-tokens: must be at least 1, got 0 (leave the flag out for its default)`},
 		{[]string{"-l", "64", "-N"}, nil, `--dispatch-less-than-max-tokens: and --non-uniform-tokens exclude each other`},
 		{[]string{"-D"}, nil, `--dispatch-only: needs --validate (it validates the dispatch alone)`},
 		{[]string{"-S", "-1"}, nil, `--max-num-sms: must be a non-negative integer, got "-1"`},
@@ -398,7 +399,7 @@ func TestArgs(t *testing.T) {
 		"--algorithm=ll", "--layout=em",
 		"--num-tokens=128", "--hidden=7168", "--num-topk=8", "--num-experts=256",
 		"--num-warmup=10", "--num-iters=50", "--num-blocks=0", "--validate-every=0",
-		"--reroute=1", "--timeout-ms=5000", "--max-num-sms=0", "--dispatch-less-than-max-tokens=0", "--jitter-us=0",
+		"--reroute=1", "--timeout-ms=5000", "--max-num-sms=0", "--jitter-us=0",
 		"--dispatch-dtype=bf16", "--combine-mode=rank_local_reduce", "--protocol=auto", "--seed=1",
 	}, Default().Args())
 

@@ -35,6 +35,9 @@ type intFlag struct {
 	name, short, alias, env string
 	def, lo, hi, multiple   int
 	usage                   string
+	// zeroUnset: 0 stands for the flag not given (its default), not for a
+	// value; given, the flag takes lo+1 and up, and Args leaves it out at 0.
+	zeroUnset bool
 }
 
 // parse converts raw text and checks it against the flag's range.

@@ -74,6 +74,7 @@ func TestSubTestUsageErrors(t *testing.T) {
 		{[]string{"-D"}, "epbench: error: --dispatch-only: "},
 		{[]string{"-l", "4", "-N"}, "epbench: error: "},
 		{[]string{"-l", "200"}, "epbench: error: --dispatch-less-than-max-tokens: "},
+		{[]string{"-l", "0"}, "epbench: error: --dispatch-less-than-max-tokens: must be at least 1"},
 		{[]string{"-T"}, "epbench: error: --mask-test: needs at least 4 ranks"},
 	} {
 		r := mpirun(t, 2, append([]string{"--backend", "cpu"}, c.args...)...)
