@@ -50,18 +50,9 @@ func mscclppBlockCount(o *Options) int {
 // driver passes them.
 func mscclppArgs(o *Options) []string {
 	p := &o.Problem
-	return []string{
-		"-a", p.Algorithm,
-		"-t", strconv.Itoa(p.Tokens),
-		"-d", strconv.Itoa(p.Hidden),
-		"-k", strconv.Itoa(p.TopK),
-		"-e", strconv.Itoa(p.Experts),
-		"-w", strconv.Itoa(p.Warmup),
-		"-i", strconv.Itoa(p.Iters),
-		"--dispatch-dtype", p.DispatchDtype,
-		"--combine-mode", o.CombineMode,
-		"--num-blocks", strconv.Itoa(mscclppBlockCount(o)),
-	}
+	args := append([]string{"-a", p.Algorithm}, sizeArgs(p)...)
+	return append(args, "--dispatch-dtype", p.DispatchDtype, "--combine-mode", o.CombineMode,
+		"--num-blocks", strconv.Itoa(mscclppBlockCount(o)))
 }
 
 // cuptiLibDir is where the seed driver finds CUPTI's library: the first of

@@ -49,9 +49,13 @@ func programNames() []string {
 // problemArgs are the shared problem flags in ep_bench's spelling, which
 // both benchmarks read.
 func problemArgs(p *Problem) []string {
+	return append([]string{"-a", p.Algorithm, "-L", p.Layout}, sizeArgs(p)...)
+}
+
+// sizeArgs are the problem's sizes and iteration counts in ep_bench's
+// spelling, which every benchmark reads.
+func sizeArgs(p *Problem) []string {
 	return []string{
-		"-a", p.Algorithm,
-		"-L", p.Layout,
 		"-t", strconv.Itoa(p.Tokens),
 		"-d", strconv.Itoa(p.Hidden),
 		"-k", strconv.Itoa(p.TopK),
