@@ -83,13 +83,9 @@ func (x *Exchange) AlltoallvActive(send []byte, sendCounts, sendDispls []int, re
 // for AlltoallvDeadline.
 func (c *Comm) AlltoallvActive(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int,
 	tag int, deadline time.Time, active []bool) (missing []int, err error) {
-	if c.ready() == nil && c.exchange == nil {
-		if c.exchange, err = c.NewExchange(); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.ready(); err != nil {
+	x, err := c.keptExchange()
+	if err != nil {
 		return nil, err
 	}
-	return c.exchange.AlltoallvActive(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, tag, deadline, active)
+	return x.AlltoallvActive(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, tag, deadline, active)
 }

@@ -230,15 +230,27 @@ func (x *Exchange) Wait(deadline time.Time) (missing []int, err error) {
 // it, made on the first call.
 func (c *Comm) AlltoallvDeadline(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int,
 	tag int, deadline time.Time) (missing []int, err error) {
-	if c.ready() == nil && c.exchange == nil {
-		if c.exchange, err = c.NewExchange(); err != nil {
-			return nil, err
-		}
+	x, err := c.keptExchange()
+	if err != nil {
+		return nil, err
 	}
+	return x.Alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, tag, deadline)
+}
+
+// keptExchange is the Exchange c keeps for AlltoallvDeadline and
+// AlltoallvActive, made on the first call.
+func (c *Comm) keptExchange() (*Exchange, error) {
 	if err := c.ready(); err != nil {
 		return nil, err
 	}
-	return c.exchange.Alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, tag, deadline)
+	if c.exchange == nil {
+		x, err := c.NewExchange()
+		if err != nil {
+			return nil, err
+		}
+		c.exchange = x
+	}
+	return c.exchange, nil
 }
 
 // checkBlocks validates one side of an Alltoallv without allocating.
