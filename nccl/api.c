@@ -1,0 +1,124 @@
+#include "api.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The layout NCCL 2.30 reads for version EP_NCCL_PROPS_VERSION (LP64). */
+_Static_assert(offsetof(ep_nccl_comm_properties, magic) == 8, "magic offset");
+_Static_assert(offsetof(ep_nccl_comm_properties, rank) == 16, "rank offset");
+_Static_assert(offsetof(ep_nccl_comm_properties, deviceApiSupport) == 32, "deviceApiSupport offset");
+_Static_assert(offsetof(ep_nccl_comm_properties, ginType) == 36, "ginType offset");
+_Static_assert(offsetof(ep_nccl_comm_properties, hostRmaSupport) == 44, "hostRmaSupport offset");
+_Static_assert(offsetof(ep_nccl_comm_properties, railedGinType) == 48, "railedGinType offset");
+_Static_assert(sizeof(ep_nccl_comm_properties) == 56, "properties size");
+_Static_assert(sizeof(ep_nccl_unique_id) == EP_NCCL_UNIQUE_ID_BYTES, "unique id size");
+
+typedef int (*get_version_fn)(int*);
+typedef const char* (*get_error_string_fn)(int);
+typedef const char* (*get_last_error_fn)(void*);
+typedef int (*get_unique_id_fn)(ep_nccl_unique_id*);
+typedef int (*comm_init_rank_fn)(void**, int, ep_nccl_unique_id, int);
+typedef int (*comm_fn)(void*);
+typedef int (*comm_query_properties_fn)(void*, ep_nccl_comm_properties*);
+typedef int (*mem_alloc_fn)(void**, size_t);
+typedef int (*mem_free_fn)(void*);
+typedef int (*window_register_fn)(void*, void*, size_t, void**, int);
+typedef int (*window_deregister_fn)(void*, void*);
+typedef int (*peer_device_pointer_fn)(void*, size_t, int, void**);
+
+/* finish copies the library's last error for comm (NULL: the thread's) into
+ * last when rc is a failure, and passes rc on. */
+static int finish(const ep_nccl_api* api, void* comm, int rc, char* last, size_t last_len) {
+    if (last_len == 0) return rc;
+    last[0] = 0;
+    if (rc == EP_NCCL_SUCCESS || api->get_last_error == NULL) return rc;
+    const char* msg = ((get_last_error_fn)api->get_last_error)(comm);
+    if (msg != NULL) snprintf(last, last_len, "%s", msg);
+    return rc;
+}
+
+int ep_nccl_get_version(void* fn, int* version) {
+    return ((get_version_fn)fn)(version);
+}
+
+const char* ep_nccl_error_string(const ep_nccl_api* api, int code) {
+    if (api->get_error_string == NULL) return NULL;
+    return ((get_error_string_fn)api->get_error_string)(code);
+}
+
+int ep_nccl_get_unique_id(const ep_nccl_api* api, char* id, char* last, size_t last_len) {
+    ep_nccl_unique_id u;
+    memset(&u, 0, sizeof u);
+    int rc = ((get_unique_id_fn)api->get_unique_id)(&u);
+    if (rc == EP_NCCL_SUCCESS) memcpy(id, u.internal, sizeof u.internal);
+    return finish(api, NULL, rc, last, last_len);
+}
+
+int ep_nccl_comm_init_rank(const ep_nccl_api* api, void** comm, int nranks, const char* id, int rank,
+                           char* last, size_t last_len) {
+    ep_nccl_unique_id u;
+    memcpy(u.internal, id, sizeof u.internal);
+    *comm = NULL;
+    int rc = ((comm_init_rank_fn)api->comm_init_rank)(comm, nranks, u, rank);
+    /* A failed init leaves no communicator; its error is the thread's. */
+    return finish(api, NULL, rc, last, last_len);
+}
+
+int ep_nccl_comm_finalize(const ep_nccl_api* api, void* comm, char* last, size_t last_len) {
+    return finish(api, comm, ((comm_fn)api->comm_finalize)(comm), last, last_len);
+}
+
+int ep_nccl_comm_destroy(const ep_nccl_api* api, void* comm, char* last, size_t last_len) {
+    int rc = ((comm_fn)api->comm_destroy)(comm);
+    /* After a destroy the handle may be gone: ask for the thread's error. */
+    return finish(api, NULL, rc, last, last_len);
+}
+
+int ep_nccl_comm_query_properties(const ep_nccl_api* api, void* comm, unsigned int version,
+                                  ep_nccl_comm_properties* out, char* last, size_t last_len) {
+    /* Slack after the struct, in case a library writes fields of a later
+     * layout than the version asked for. */
+    struct {
+        ep_nccl_comm_properties props;
+        char slack[1024];
+    } buf;
+    memset(&buf, 0, sizeof buf);
+    buf.props.size = sizeof(ep_nccl_comm_properties);
+    buf.props.magic = EP_NCCL_PROPS_MAGIC;
+    buf.props.version = version;
+    int rc = ((comm_query_properties_fn)api->comm_query_properties)(comm, &buf.props);
+    if (rc == EP_NCCL_SUCCESS) *out = buf.props;
+    return finish(api, comm, rc, last, last_len);
+}
+
+int ep_nccl_mem_alloc(const ep_nccl_api* api, uint64_t* ptr, size_t size, char* last, size_t last_len) {
+    void* p = NULL;
+    int rc = ((mem_alloc_fn)api->mem_alloc)(&p, size);
+    *ptr = rc == EP_NCCL_SUCCESS ? (uint64_t)(uintptr_t)p : 0;
+    return finish(api, NULL, rc, last, last_len);
+}
+
+int ep_nccl_mem_free(const ep_nccl_api* api, uint64_t ptr, char* last, size_t last_len) {
+    int rc = ((mem_free_fn)api->mem_free)((void*)(uintptr_t)ptr);
+    return finish(api, NULL, rc, last, last_len);
+}
+
+int ep_nccl_window_register(const ep_nccl_api* api, void* comm, uint64_t buff, size_t size, int flags,
+                            void** win, char* last, size_t last_len) {
+    *win = NULL;
+    int rc = ((window_register_fn)api->window_register)(comm, (void*)(uintptr_t)buff, size, win, flags);
+    return finish(api, comm, rc, last, last_len);
+}
+
+int ep_nccl_window_deregister(const ep_nccl_api* api, void* comm, void* win, char* last, size_t last_len) {
+    int rc = ((window_deregister_fn)api->window_deregister)(comm, win);
+    return finish(api, comm, rc, last, last_len);
+}
+
+int ep_nccl_peer_device_pointer(const ep_nccl_api* api, void* win, size_t offset, int peer, uint64_t* ptr,
+                                char* last, size_t last_len) {
+    void* p = NULL;
+    int rc = ((peer_device_pointer_fn)api->peer_device_pointer)(win, offset, peer, &p);
+    *ptr = rc == EP_NCCL_SUCCESS ? (uint64_t)(uintptr_t)p : 0;
+    return finish(api, NULL, rc, last, last_len);
+}

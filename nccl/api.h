@@ -1,0 +1,94 @@
+/*
+ * The part of NCCL's host API that epbench calls, declared here from its
+ * documented ABI so that nothing needs NCCL's headers to build and nothing
+ * links libnccl: the entry points are resolved with dlsym into ep_nccl_api,
+ * and each ep_nccl_* wrapper calls one of them.
+ *
+ * NCCL keeps the text of its last error per thread, so a wrapper whose call
+ * fails copies ncclGetLastError into `last` before returning: Go may run the
+ * next call on another thread.
+ */
+#ifndef EPBENCH_NCCL_API_H
+#define EPBENCH_NCCL_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ncclResult_t values this package names. */
+#define EP_NCCL_SUCCESS 0
+#define EP_NCCL_IN_PROGRESS 7
+
+/* ncclUniqueId is 128 opaque bytes, passed by value to ncclCommInitRank. */
+#define EP_NCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+    char internal[EP_NCCL_UNIQUE_ID_BYTES];
+} ep_nccl_unique_id;
+
+/* winFlags of ncclCommWindowRegister: a collective symmetric window. */
+#define EP_NCCL_WIN_COLL_SYMMETRIC 0x01
+
+/* The versioned in/out struct of ncclCommQueryProperties. The caller fills
+ * size, magic and version (the NCCL version code the layout was written
+ * for); the library fills the rest for that version. */
+#define EP_NCCL_PROPS_MAGIC 0xcafebeefu
+#define EP_NCCL_PROPS_VERSION 23007
+typedef struct {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    int rank;
+    int nRanks;
+    int cudaDev;
+    int nvmlDev;
+    bool deviceApiSupport;
+    bool multimemSupport;
+    int ginType;
+    int nLsaTeams;
+    bool hostRmaSupport;
+    int railedGinType;
+} ep_nccl_comm_properties;
+
+/* Resolved entry points, filled from dlsym (void* so Go can store them). */
+typedef struct {
+    void* get_version;            /* ncclGetVersion */
+    void* get_unique_id;          /* ncclGetUniqueId */
+    void* comm_init_rank;         /* ncclCommInitRank */
+    void* comm_finalize;          /* ncclCommFinalize */
+    void* comm_destroy;           /* ncclCommDestroy */
+    void* mem_alloc;              /* ncclMemAlloc */
+    void* mem_free;               /* ncclMemFree */
+    void* window_register;        /* ncclCommWindowRegister */
+    void* window_deregister;      /* ncclCommWindowDeregister */
+    void* peer_device_pointer;    /* ncclGetPeerDevicePointer */
+    void* get_error_string;       /* ncclGetErrorString */
+    void* get_last_error;         /* ncclGetLastError */
+    void* comm_query_properties;  /* ncclCommQueryProperties */
+} ep_nccl_api;
+
+/* ncclGetVersion through a bare entry point: the version is checked before
+ * the other symbols are resolved. */
+int ep_nccl_get_version(void* fn, int* version);
+
+/* NULL when the library gives no text for code. */
+const char* ep_nccl_error_string(const ep_nccl_api* api, int code);
+
+int ep_nccl_get_unique_id(const ep_nccl_api* api, char* id, char* last, size_t last_len);
+int ep_nccl_comm_init_rank(const ep_nccl_api* api, void** comm, int nranks, const char* id, int rank,
+                           char* last, size_t last_len);
+int ep_nccl_comm_finalize(const ep_nccl_api* api, void* comm, char* last, size_t last_len);
+int ep_nccl_comm_destroy(const ep_nccl_api* api, void* comm, char* last, size_t last_len);
+/* version is the layout version passed to the library, see EP_NCCL_PROPS_VERSION. */
+int ep_nccl_comm_query_properties(const ep_nccl_api* api, void* comm, unsigned int version,
+                                  ep_nccl_comm_properties* out, char* last, size_t last_len);
+
+/* Device addresses travel as uint64_t so Go never holds them as pointers. */
+int ep_nccl_mem_alloc(const ep_nccl_api* api, uint64_t* ptr, size_t size, char* last, size_t last_len);
+int ep_nccl_mem_free(const ep_nccl_api* api, uint64_t ptr, char* last, size_t last_len);
+int ep_nccl_window_register(const ep_nccl_api* api, void* comm, uint64_t buff, size_t size, int flags,
+                            void** win, char* last, size_t last_len);
+int ep_nccl_window_deregister(const ep_nccl_api* api, void* comm, void* win, char* last, size_t last_len);
+int ep_nccl_peer_device_pointer(const ep_nccl_api* api, void* win, size_t offset, int peer, uint64_t* ptr,
+                                char* last, size_t last_len);
+
+#endif

@@ -1,0 +1,313 @@
+package nccl
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+const windowBytes = 1 << 20
+
+// fakePeerBase is where the stand-in puts reachable peers' buffers.
+const fakePeerBase = 1 << 40
+
+func TestCommWindowLifecycle(t *testing.T) {
+	l := loadFake(t)
+	t.Setenv("FAKE_NCCL_GIN", "3")
+	t.Setenv("FAKE_NCCL_RAILED_GIN", "2")
+	t.Setenv("FAKE_NCCL_LSA_TEAMS", "2")
+	t.Setenv("FAKE_NCCL_MULTIMEM", "1")
+	t.Setenv("FAKE_NCCL_HOST_RMA", "1")
+
+	id, err := l.GetUniqueID()
+	if err != nil {
+		t.Fatalf("GetUniqueID: %v", err)
+	}
+	if !strings.HasPrefix(string(id[:]), "fakenccl-id\x00") {
+		t.Fatalf("GetUniqueID = %q...; want the stand-in's id", id[:16])
+	}
+	const nranks, rank = 4, 2
+	c, err := l.CommInitRank(nranks, id, rank)
+	if err != nil {
+		t.Fatalf("CommInitRank: %v", err)
+	}
+	props, err := c.Properties()
+	if err != nil {
+		t.Fatalf("Properties: %v", err)
+	}
+	want := Properties{Rank: rank, NRanks: nranks, CUDADev: rank, NVMLDev: rank + 100, DeviceAPI: true, Multimem: true,
+		GIN: GINGDAKI, RailedGIN: GINProxy, LSATeams: 2, HostRMA: true}
+	if props != want {
+		t.Fatalf("Properties = %+v; want %+v", props, want)
+	}
+
+	buf, err := l.MemAlloc(windowBytes)
+	if err != nil {
+		t.Fatalf("MemAlloc: %v", err)
+	}
+	if buf == 0 || buf%4096 != 0 {
+		t.Fatalf("MemAlloc = %#x; want a 4096-byte aligned address", buf)
+	}
+	w, err := c.RegisterWindow(buf, windowBytes)
+	if err != nil {
+		t.Fatalf("RegisterWindow: %v", err)
+	}
+	for _, tc := range []struct {
+		lsa          string
+		offset, peer int
+		want         uint64
+	}{
+		{"", 256, rank, buf + 256},
+		{"", 256, 0, 0},
+		{"", 0, nranks - 1, 0},
+		{"all", 256, rank, buf + 256},
+		{"all", 256, 0, fakePeerBase + 256},
+		{"all", windowBytes - 1, 3, 4*fakePeerBase + windowBytes - 1},
+	} {
+		t.Setenv("FAKE_NCCL_LSA_PEERS", tc.lsa)
+		got, err := l.PeerPointer(w, int64(tc.offset), tc.peer)
+		if err != nil || got != tc.want {
+			t.Errorf("PeerPointer(offset %d, peer %d) with LSA peers %q = %#x, %v; want %#x", tc.offset, tc.peer, tc.lsa, got, err, tc.want)
+		}
+	}
+	if err := c.DeregisterWindow(w); err != nil {
+		t.Fatalf("DeregisterWindow: %v", err)
+	}
+	if err := l.MemFree(buf); err != nil {
+		t.Fatalf("MemFree: %v", err)
+	}
+	if err := c.Destroy(); err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	if err := c.Destroy(); err != nil {
+		t.Fatalf("second Destroy: %v", err)
+	}
+	if _, err := c.Properties(); !errors.Is(err, ErrDestroyed) {
+		t.Fatalf("Properties after Destroy: %v; want ErrDestroyed", err)
+	}
+	if _, err := c.RegisterWindow(buf, windowBytes); !errors.Is(err, ErrDestroyed) {
+		t.Fatalf("RegisterWindow after Destroy: %v; want ErrDestroyed", err)
+	}
+}
+
+// The properties struct is passed in the 2.30.7 layout, or the library's
+// own when older: the stand-in, like NCCL, refuses a layout newer than
+// itself.
+func TestPropertiesLayoutVersion(t *testing.T) {
+	for _, version := range []string{"23000", "23003", "23007", "23107", "30000"} {
+		t.Run(version, func(t *testing.T) {
+			_, path := installFake(t, fakeFull, "libnccl.so.2")
+			t.Setenv("FAKE_NCCL_VERSION", version)
+			l, err := LoadFrom(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			c := initComm(t, l, 2, 1)
+			props, err := c.Properties()
+			if err != nil || props.Rank != 1 || props.NRanks != 2 {
+				t.Fatalf("Properties = %+v, %v; want rank 1 of 2", props, err)
+			}
+		})
+	}
+}
+
+// initComm makes a communicator destroyed at the end of the test.
+func initComm(t *testing.T, l *Lib, nranks, rank int) *Comm {
+	t.Helper()
+	id, err := l.GetUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.CommInitRank(nranks, id, rank)
+	if err != nil {
+		t.Fatalf("CommInitRank: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Destroy(); err != nil {
+			t.Errorf("Destroy: %v", err)
+		}
+	})
+	return c
+}
+
+// window registers a buffer of windowBytes, deregistered and freed at the
+// end of the test (before the communicator is destroyed).
+func window(t *testing.T, l *Lib, c *Comm) (uint64, Window) {
+	t.Helper()
+	buf, err := l.MemAlloc(windowBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.RegisterWindow(buf, windowBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.DeregisterWindow(w); err != nil {
+			t.Errorf("DeregisterWindow: %v", err)
+		}
+		if err := l.MemFree(buf); err != nil {
+			t.Errorf("MemFree: %v", err)
+		}
+	})
+	return buf, w
+}
+
+func TestCallErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		call func(t *testing.T, l *Lib) error
+		// want's Msg may hold %#x, filled with the address call returns through addr.
+		want Error
+	}{
+		{
+			name: "init fails with a last error",
+			env:  map[string]string{"FAKE_NCCL_INIT_RESULT": "2", "FAKE_NCCL_INIT_ERROR": "bootstrap: connection to rank 0 refused"},
+			call: func(t *testing.T, l *Lib) error {
+				id, _ := l.GetUniqueID()
+				_, err := l.CommInitRank(2, id, 0)
+				return err
+			},
+			want: Error{"ncclCommInitRank", 2, "fake: system error (bootstrap: connection to rank 0 refused)"},
+		},
+		{
+			name: "init fails without a last error",
+			env:  map[string]string{"FAKE_NCCL_INIT_RESULT": "6"},
+			call: func(t *testing.T, l *Lib) error {
+				id, _ := l.GetUniqueID()
+				_, err := l.CommInitRank(2, id, 0)
+				return err
+			},
+			want: Error{"ncclCommInitRank", 6, "fake: remote error"},
+		},
+		{
+			name: "rank out of range",
+			call: func(t *testing.T, l *Lib) error {
+				id, _ := l.GetUniqueID()
+				_, err := l.CommInitRank(2, id, 5)
+				return err
+			},
+			want: Error{"ncclCommInitRank", 4, "fake: invalid argument (fake: rank 5 of 2 ranks)"},
+		},
+		{
+			name: "unique id not made by the library",
+			call: func(t *testing.T, l *Lib) error {
+				_, err := l.CommInitRank(2, UniqueID{}, 0)
+				return err
+			},
+			want: Error{"ncclCommInitRank", 4, "fake: invalid argument (fake: unique id not from ncclGetUniqueId)"},
+		},
+		{
+			name: "window base not aligned",
+			call: func(t *testing.T, l *Lib) error {
+				c := initComm(t, l, 2, 0)
+				buf, _ := window(t, l, c)
+				_, err := c.RegisterWindow(buf+64, 4096)
+				return fixAddr(err, buf+64)
+			},
+			want: Error{"ncclCommWindowRegister", 4, "fake: invalid argument (fake: window base %#x is not 4096-byte aligned)"},
+		},
+		{
+			name: "peer out of range",
+			call: func(t *testing.T, l *Lib) error {
+				c := initComm(t, l, 4, 0)
+				_, w := window(t, l, c)
+				_, err := l.PeerPointer(w, 0, 9)
+				return err
+			},
+			want: Error{"ncclGetPeerDevicePointer", 4, "fake: invalid argument (fake: peer 9 of 4 ranks)"},
+		},
+		{
+			name: "offset past the window",
+			call: func(t *testing.T, l *Lib) error {
+				c := initComm(t, l, 4, 0)
+				_, w := window(t, l, c)
+				_, err := l.PeerPointer(w, windowBytes, 1)
+				return err
+			},
+			want: Error{"ncclGetPeerDevicePointer", 4, fmt.Sprintf("fake: invalid argument (fake: offset %d past the %d-byte window)", windowBytes, windowBytes)},
+		},
+		{
+			name: "deregistering another communicator's window",
+			call: func(t *testing.T, l *Lib) error {
+				a, b := initComm(t, l, 2, 0), initComm(t, l, 2, 1)
+				_, w := window(t, l, a)
+				return b.DeregisterWindow(w)
+			},
+			want: Error{"ncclCommWindowDeregister", 4, "fake: invalid argument (fake: window of another communicator)"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := loadFake(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			err := tc.call(t, l)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v; want an *Error", err)
+			}
+			if *e != tc.want {
+				t.Fatalf("error %#v; want %#v", *e, tc.want)
+			}
+			if got, want := err.Error(), tc.want.Call+": "+tc.want.Msg; got != want {
+				t.Fatalf("message %q; want %q", got, want)
+			}
+		})
+	}
+}
+
+// fixAddr puts %#x back for addr in an *Error's Msg, so a table can state a
+// message that holds an address known only at run time.
+func fixAddr(err error, addr uint64) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Msg = strings.Replace(e.Msg, fmt.Sprintf("%#x", addr), "%#x", 1)
+	}
+	return err
+}
+
+func TestGoSideChecks(t *testing.T) {
+	l := loadFake(t)
+	c := initComm(t, l, 2, 0)
+	if _, err := l.MemAlloc(0); err == nil {
+		t.Error("MemAlloc(0) succeeded")
+	}
+	if _, err := c.RegisterWindow(0, 0); err == nil {
+		t.Error("RegisterWindow of 0 bytes succeeded")
+	}
+	if _, err := l.PeerPointer(Window{}, 0, 0); !errors.Is(err, ErrNoWindow) {
+		t.Errorf("PeerPointer of a zero Window: %v; want ErrNoWindow", err)
+	}
+	if err := c.DeregisterWindow(Window{}); !errors.Is(err, ErrNoWindow) {
+		t.Errorf("DeregisterWindow of a zero Window: %v; want ErrNoWindow", err)
+	}
+	_, w := window(t, l, c)
+	if _, err := l.PeerPointer(w, -1, 0); err == nil {
+		t.Error("PeerPointer at offset -1 succeeded")
+	}
+}
+
+// Without symmetric memory NCCL registers no window and says success: the
+// caller gets ErrNoSymmetricMemory, not a zero window to fail on later.
+func TestNoSymmetricMemory(t *testing.T) {
+	l := loadFake(t)
+	c := initComm(t, l, 2, 0)
+	buf, err := l.MemAlloc(windowBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := l.MemFree(buf); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Setenv("FAKE_NCCL_NO_SYMMETRIC", "1")
+	w, err := c.RegisterWindow(buf, windowBytes)
+	if !errors.Is(err, ErrNoSymmetricMemory) || w != (Window{}) {
+		t.Fatalf("RegisterWindow without symmetric memory: %v, %v; want ErrNoSymmetricMemory and no window", w, err)
+	}
+}

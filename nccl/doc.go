@@ -1,0 +1,42 @@
+// Package nccl loads NVIDIA's libnccl at run time and wraps the few host
+// calls epbench makes: communicator setup, ncclMemAlloc'd buffers registered
+// as symmetric windows, and the peer addresses of those windows that
+// load/store kernels write through.
+//
+// # Loading
+//
+// Nothing links libnccl (or libcuda): Load opens it with dlopen and resolves
+// its entry points with dlsym, so binaries and tests build and run on
+// machines without NCCL. Load looks in $NCCL_HOME/lib (libnccl.so.2, then
+// libnccl.so) when NCCL_HOME is set, and only there; otherwise it asks the
+// dynamic loader for libnccl.so.2 (LD_LIBRARY_PATH, then the system library
+// paths). LoadFrom takes a path. A library older than MinVersion gives a
+// *VersionError; one lacking an entry point, ErrMissingSymbol; none found,
+// ErrNotFound, with a message that says where Load looked and that
+// scripts/nccl.sh builds one from an NCCL source tree.
+//
+// # Threads
+//
+// NCCL binds a communicator to the CUDA device current on the calling
+// thread, and ncclMemAlloc allocates on it: call this package from the
+// goroutine that owns the CUDA context, locked to its OS thread, and from
+// no other. NCCL also keeps its last error text per thread; the C wrappers
+// read it in the same call as the failing function, so an *Error carries it
+// wherever Go runs next.
+//
+// # Lifecycle
+//
+//	lib, err := nccl.Load()
+//	defer lib.Close()                         // after every Comm.Destroy
+//	id := ...                                 // rank 0: lib.GetUniqueID(), sent over MPI
+//	comm, err := lib.CommInitRank(nranks, id, rank)
+//	defer comm.Destroy()
+//	buf, err := lib.MemAlloc(size)
+//	win, err := comm.RegisterWindow(buf, size)
+//	peerBuf, err := lib.PeerPointer(win, 0, peer) // 0: peer not reachable by load/store
+//	...
+//	comm.DeregisterWindow(win); lib.MemFree(buf)
+//
+// A library once accepted stays mapped for the life of the process; Close
+// only releases the handle.
+package nccl
