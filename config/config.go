@@ -61,6 +61,10 @@ type Config struct {
 	NumBlocks     int      // dispatch/combine grid size; 0 = chosen by the backend
 	MaxNumSMs     int      // -S: a cap on the automatic grid; 0 = none
 	CUDAGraph     bool     // GPU: launch each operation as a CUDA graph captured once
+	Transport     Transport
+	// DisableNVLink (-n): ep_bench's every peer through NCCL's GIN, none
+	// by load/store.
+	DisableNVLink bool
 
 	// DispatchTokens (-l) is the tokens every rank dispatches, buffers
 	// sized for Tokens; 0 = Tokens.
@@ -189,6 +193,11 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]in
 		func() string { return c.Protocol.String() },
 		func(s string) (err error) { c.Protocol, err = parseProtocol(s); return err })
 	bindInts("num-blocks", "max-num-sms", "dispatch-less-than-max-tokens")
+	bindChoice(fs, "transport", "", "how ranks reach each other's GPU memory, `TRANSPORT`: ipc (CUDA IPC, one node), nccl (NCCL 2.30+ symmetric windows, found through NCCL_HOME or LD_LIBRARY_PATH; docs/MULTINODE.md) or auto (ipc when every rank is on one node, else nccl)",
+		func() string { return c.Transport.String() },
+		func(s string) (err error) { c.Transport, err = parseTransport(s); return err })
+	bindBool(fs, &c.DisableNVLink, "disable-nvlink", "n", false,
+		"every peer through NCCL's GIN (GPU-initiated networking) instead of NVLink, as ep_bench's -n; refused: epbench's kernels reach peers by load/store only (docs/MULTINODE.md)")
 	bindBool(fs, &c.NonUniform, "non-uniform-tokens", "N", false,
 		"each rank dispatches its own count of tokens, drawn as ep_bench draws them in [0, --num-tokens] (rank 0 all, the last rank none)")
 	bindBool(fs, &c.DispatchOnly, "dispatch-only", "D", false, "with -V: validate the dispatch alone (the timed loop still runs both)")
@@ -445,6 +454,7 @@ func (c *Config) CheckCompute(compute Compute) error {
 	}{
 		{"--num-blocks", c.NumBlocks != 0}, {"--max-num-sms", c.MaxNumSMs != 0}, {"--protocol", c.Protocol != ProtocolAuto},
 		{"--cuda-graph", c.CUDAGraph}, {"--ptx-dir", c.PTXDir != ""}, {"--cupti-region", c.CUPTIRegion}, {"--profile", c.Profile},
+		{"--transport", c.Transport != TransportAuto}, {"--disable-nvlink", c.DisableNVLink},
 	} {
 		if f.set {
 			return &UsageError{Flag: f.name, Why: "needs the CUDA backend", Bare: true}
@@ -543,6 +553,12 @@ func (c *Config) Args() []string {
 	}
 	if c.CUDAGraph {
 		out = append(out, "--cuda-graph")
+	}
+	if c.Transport != TransportAuto {
+		out = append(out, "--transport="+c.Transport.String())
+	}
+	if c.DisableNVLink {
+		out = append(out, "--disable-nvlink")
 	}
 	if c.BackToBack {
 		out = append(out, "--back-to-back")

@@ -121,6 +121,10 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--backend", "cpu", "--protocol", "fenced"}, nil, `--protocol needs the CUDA backend`},
 		{[]string{"--backend", "cpu", "--num-blocks", "8"}, nil, `--num-blocks needs the CUDA backend`},
 		{[]string{"--backend", "cpu", "--cupti-region"}, nil, `--cupti-region needs the CUDA backend`},
+		{[]string{"--backend", "cpu", "--transport", "nccl"}, nil, `--transport needs the CUDA backend`},
+		{[]string{"--backend", "cpu", "--transport", "ipc"}, nil, `--transport needs the CUDA backend`},
+		{[]string{"--backend", "cpu", "-n"}, nil, `--disable-nvlink needs the CUDA backend`},
+		{[]string{"--transport", "nvshmem"}, nil, `--transport: unknown value "nvshmem" (want auto, ipc or nccl)`},
 		{[]string{"-L", "flat"}, nil, `--layout: flat layout belongs to high-throughput mode, which is not supported`},
 		{[]string{"-L", "EM"}, nil, `--layout: unknown value "EM" (want em, expert-major, rm or rank-major)`},
 		{[]string{"--dispatch-dtype", "fp16"}, nil, `--dispatch-dtype: unknown value "fp16" (want bf16 or fp8_e4m3)`},
@@ -342,7 +346,7 @@ func TestHelp(t *testing.T) {
 			contains(t, u, "-"+f.Shorthand+", --"+f.Name)
 		}
 	})
-	equal(t, 35, n)
+	equal(t, 37, n)
 	for alias, canonical := range aliases {
 		contains(t, u, "--"+alias, "alias of --%s", canonical)
 	}
@@ -409,7 +413,7 @@ func TestArgs(t *testing.T) {
 		KernelTiming: false, CUPTIRegion: true, Validate: true, ValidateEvery: 3,
 		Seed: 0xFFFFFFFF, Reroute: 5, TimeoutMs: 1, JSONPath: "-weird=name.json",
 		Compute: ComputeCUDA, PTXDir: "--dir", BackToBack: true, JitterUs: 20, MaxNumSMs: 100, DispatchTokens: 7,
-		DispatchOnly: true, Profile: true, Layout: RankMajor,
+		DispatchOnly: true, Profile: true, Layout: RankMajor, Transport: TransportNCCL, DisableNVLink: true,
 	}
 	configs := []*Config{Default(), full}
 	for _, args := range [][]string{
@@ -418,6 +422,7 @@ func TestArgs(t *testing.T) {
 		{"--cuda-graph", "--protocol", "lines"},
 		{"--back-to-back", "--jitter-us", "20", "--validate-every", "50"},
 		{"-N", "-T", "-L", "rm"},
+		{"--transport", "ipc", "-n"},
 		{"--version", "-t", "7"},
 	} {
 		c, err := Parse(args, nil)
@@ -572,4 +577,26 @@ func TestProtocolNamesRoundTrip(t *testing.T) {
 		}
 	}
 	equal(t, "Protocol(9)", Protocol(9).String())
+}
+
+func TestTransportResolve(t *testing.T) {
+	for _, c := range []struct {
+		flag     Transport
+		sameNode bool
+		want     Transport
+	}{
+		{TransportAuto, true, TransportIPC},
+		{TransportAuto, false, TransportNCCL},
+		{TransportIPC, false, TransportIPC},
+		{TransportIPC, true, TransportIPC},
+		{TransportNCCL, true, TransportNCCL},
+		{TransportNCCL, false, TransportNCCL},
+	} {
+		equal(t, c.want, c.flag.Resolve(c.sameNode), c.flag, c.sameNode)
+	}
+	for _, s := range []string{"auto", "ipc", "nccl"} {
+		c, err := Parse([]string{"--transport", s}, nil)
+		noErr(t, err)
+		equal(t, s, c.Transport.String())
+	}
 }

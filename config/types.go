@@ -222,6 +222,55 @@ func parseProtocol(s string) (Protocol, error) {
 	return 0, fmt.Errorf("unknown value %q (want auto, inline, fenced or lines)", s)
 }
 
+// Transport is how a rank's kernels reach the other ranks' GPU memory
+// (--transport).
+type Transport int
+
+const (
+	// TransportAuto (the default): CUDA IPC when every rank runs on one
+	// node, NCCL otherwise.
+	TransportAuto Transport = iota
+	// TransportIPC: CUDA IPC handles, within one node.
+	TransportIPC
+	// TransportNCCL: NCCL's symmetric memory windows (NCCL 2.30 or newer,
+	// loaded at run time); peers reached by load/store through the
+	// pointers NCCL gives for its LSA team (NVLink within a node or across
+	// a multi-node NVLink domain).
+	TransportNCCL
+)
+
+// transportNames are the flag spellings, in Transport order.
+var transportNames = [...]string{TransportAuto: "auto", TransportIPC: "ipc", TransportNCCL: "nccl"}
+
+// String returns the flag spelling.
+func (t Transport) String() string {
+	if t >= 0 && int(t) < len(transportNames) {
+		return transportNames[t]
+	}
+	return "Transport(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Resolve is the transport a job takes: auto is IPC when every rank runs
+// on one node (sameNode), NCCL otherwise.
+func (t Transport) Resolve(sameNode bool) Transport {
+	if t != TransportAuto {
+		return t
+	}
+	if sameNode {
+		return TransportIPC
+	}
+	return TransportNCCL
+}
+
+func parseTransport(s string) (Transport, error) {
+	for t, name := range transportNames {
+		if s == name {
+			return Transport(t), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown value %q (want auto, ipc or nccl)", s)
+}
+
 // InlineMaxTokens is the most tokens per rank the inline protocol takes:
 // its kernels spread every token's row over the grid and keep a table of
 // every selection in each block (kSpreadTokens - 1 in kernels/ll.cu).

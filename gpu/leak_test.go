@@ -9,6 +9,7 @@ import (
 
 	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/ll"
+	"github.com/epbench/epbench/nccl"
 )
 
 // usedMiB is the GPU's used memory as NVML sees it (all processes).
@@ -34,12 +35,36 @@ func usedMiB(busID string) (float64, error) {
 // after its allocations, every third running a dispatch and a combine, leave
 // the GPU's used memory where it was.
 func TestNoLeakOverSetupTeardownCycles(t *testing.T) {
-	onGPU(t, func(w *bench.World, dev *Device) error { return noLeak(t, w, dev) })
+	onGPU(t, func(w *bench.World, dev *Device) error {
+		return noLeak(t, w, dev, 100, func() (Transport, error) { return NewIPC(w.Comm, w.Size, w.LocalSize) })
+	})
 }
 
-// noLeak runs the cycles on every rank of the job with real peers: IPC
-// handles are exported, opened and closed each cycle.
-func noLeak(t *testing.T, w *bench.World, dev *Device) error {
+// TestNoLeakNCCLTransport: the same cycles on the NCCL transport, each with
+// its own communicator, memory and window (fewer: a communicator takes a
+// fraction of a second to set up). Skipped where no NCCL 2.30+ is found.
+func TestNoLeakNCCLTransport(t *testing.T) {
+	if err := ncclAvailable(); err != nil {
+		t.Skipf("no usable NCCL: %v", err)
+	}
+	onGPU(t, func(w *bench.World, dev *Device) error {
+		return noLeak(t, w, dev, 20, func() (Transport, error) { return NewNCCL(w.Comm, w.LocalSize > 1) })
+	})
+}
+
+// ncclAvailable says why no NCCL transport can be opened here, if so.
+func ncclAvailable() error {
+	lib, err := nccl.Load()
+	if err != nil {
+		return err
+	}
+	return lib.Close()
+}
+
+// noLeak runs the cycles on every rank of the job with real peers: each
+// cycle opens the transport (IPC handles exported, opened and closed; or
+// an NCCL communicator and window) and closes it.
+func noLeak(t *testing.T, w *bench.World, dev *Device, cycles int, open func() (Transport, error)) error {
 	g, size, local := w.Comm, w.Size, w.LocalSize
 	shape := ll.Shape{Ranks: size, Rank: g.Rank(), Tokens: 128, Hidden: 7168, TopK: 8, Experts: 256}
 	cfg := testConfig()
@@ -53,7 +78,7 @@ func noLeak(t *testing.T, w *bench.World, dev *Device) error {
 			afterAlloc = nil
 		}
 		defer func() { afterAlloc = nil }()
-		tr, err := NewIPC(g, size, local)
+		tr, err := open()
 		if err != nil {
 			return err
 		}
@@ -91,7 +116,7 @@ func noLeak(t *testing.T, w *bench.World, dev *Device) error {
 	if err != nil {
 		return err
 	}
-	for i := 0; i < 100; i++ {
+	for i := 0; i < cycles; i++ {
 		if err := cycle(i, i%10 == 9); err != nil {
 			return err
 		}
@@ -100,9 +125,9 @@ func noLeak(t *testing.T, w *bench.World, dev *Device) error {
 	if err != nil {
 		return err
 	}
-	t.Logf("rank %d of %d: GPU used memory: %.0f MiB before the 100 cycles, %.0f MiB after", g.Rank(), size, before, after)
+	t.Logf("rank %d of %d: GPU used memory: %.0f MiB before the %d cycles, %.0f MiB after", g.Rank(), size, before, cycles, after)
 	if after-before > 2 {
-		return fmt.Errorf("used memory grew by %.0f MiB over 100 set-up/tear-down cycles", after-before)
+		return fmt.Errorf("used memory grew by %.0f MiB over %d set-up/tear-down cycles", after-before, cycles)
 	}
 	return nil
 }

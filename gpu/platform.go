@@ -60,15 +60,15 @@ func (Hooks) Platform(w *bench.World, cfg *config.Config) (*bench.Platform, erro
 			return nil, fmt.Errorf("rank %d's GPU (%s) cannot access rank %d's GPU (%s) by P2P", w.Rank, dev.Info.PCIBusID, p.Rank, p.GPU.PCIBusID)
 		}
 	}
-	transport, err := NewIPC(w.Comm, w.Size, w.LocalSize)
+	sh := sharingOf(all, w.Rank)
+	transport, err := openTransport(w, cfg, sh.Ranks > 1)
 	if err != nil {
 		return nil, err
 	}
 	groupMs := float64(time.Since(t0).Microseconds()) / 1000
-	sh := sharingOf(all, w.Rank)
 	b, err := NewBackend(dev, w.Comm, transport, ll.ShapeOf(cfg, w.Rank, w.Size), cfg, sh)
 	if err != nil {
-		return nil, err
+		return nil, err // NewBackend closed the transport
 	}
 	cl := &closer{Backend: b, dev: dev, release: func() {}}
 	plat := &bench.Platform{
@@ -105,6 +105,20 @@ func (Hooks) Platform(w *bench.World, cfg *config.Config) (*bench.Platform, erro
 	}
 	ok = true
 	return plat, nil
+}
+
+// openTransport opens the transport --transport asks for (collective).
+func openTransport(w *bench.World, cfg *config.Config, sharedGPU bool) (Transport, error) {
+	if cfg.DisableNVLink {
+		return nil, &config.UsageError{Flag: "--disable-nvlink", Why: "every peer through NCCL's GIN needs kernels that put " +
+			"through GIN, and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)"}
+	}
+	switch cfg.Transport.Resolve(w.Size == w.LocalSize) {
+	case config.TransportNCCL:
+		return NewNCCL(w.Comm, sharedGPU)
+	default:
+		return NewIPC(w.Comm, w.Size, w.LocalSize)
+	}
 }
 
 // closer also releases the kernel timer and the device when the backend is
@@ -195,7 +209,7 @@ func topology(all []rankDevice, b *Backend) []string {
 	if m := b.cfg.MaxNumSMs; m > 0 && b.cfg.NumBlocks == 0 {
 		grid += fmt.Sprintf(" (-S/--max-num-sms %d)", m)
 	}
-	lines = append(lines, fmt.Sprintf("  transport: CUDA IPC over NVLink P2P; kernels: %s, %s; signalling: dispatch %s, combine %s", grid, launch, d, c))
+	lines = append(lines, fmt.Sprintf("  transport: %s; kernels: %s, %s; signalling: dispatch %s, combine %s", b.mem.transport.Name(), grid, launch, d, c))
 	return lines
 }
 

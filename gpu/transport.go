@@ -13,9 +13,9 @@ type Gatherer interface {
 }
 
 // Transport makes one device allocation of every rank addressable by this
-// rank's kernels. Today: CUDA IPC within a node. An inter-node transport on
-// an existing engine (NVSHMEM, NCCL's device API) would implement the same
-// seam; the runner never sees which one is in use.
+// rank's kernels: CUDA IPC within a node (IPC), or NCCL's symmetric
+// windows (NCCL) wherever NCCL reaches a peer by load/store. The runner
+// never sees which one is in use.
 type Transport interface {
 	// Name says which transport this is.
 	Name() string
@@ -27,4 +27,4 @@ type Transport interface {
 }
 
 // ErrMultiNode means the ranks span hosts, which CUDA IPC cannot reach.
-var ErrMultiNode = errors.New("ranks span more than one host: only the intra-node CUDA IPC transport exists")
+var ErrMultiNode = errors.New("ranks span more than one host, which CUDA IPC cannot reach (--transport nccl or auto; docs/MULTINODE.md)")

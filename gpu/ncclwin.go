@@ -1,0 +1,179 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/epbench/epbench/nccl"
+)
+
+// NCCL is the transport over NCCL's symmetric memory: one ncclMemAlloc
+// buffer per rank registered as a collective window, every peer's part of
+// it addressed through the pointer NCCL gives for its LSA team (the ranks it
+// reaches by load/store: NVLink within a node or a multi-node NVLink
+// domain). The kernels see the same peer table as with CUDA IPC.
+type NCCL struct {
+	g     Gatherer
+	name  string
+	lib   *nccl.Lib
+	comm  *nccl.Comm
+	local uint64
+	win   nccl.Window
+	reg   bool
+}
+
+// MultiRankGPUEnv is NCCL's switch for several ranks on one GPU, which it
+// refuses otherwise; NewNCCL sets it to 1 where ranks share a GPU (they do
+// because the job was launched so).
+const MultiRankGPUEnv = "NCCL_MULTI_RANK_GPU_ENABLE"
+
+// NewNCCL loads libnccl on every rank, broadcasts rank 0's unique id and
+// creates the communicator (collective: every rank learns of any rank's
+// failure, so none waits in NCCL for a rank that gave up). sharedGPU says
+// this rank's GPU runs other ranks too.
+func NewNCCL(g Gatherer, sharedGPU bool) (*NCCL, error) {
+	lib, err := nccl.Load()
+	var id nccl.UniqueID
+	if err == nil && g.Rank() == 0 {
+		if id, err = lib.GetUniqueID(); err != nil {
+			err = fmt.Errorf("NCCL unique id: %w", err)
+		}
+	}
+	mine := make([]byte, len(id)+1)
+	copy(mine, id[:])
+	if err == nil {
+		mine[len(id)] = 1
+	}
+	all, gerr := g.AllgatherBytes(mine)
+	fail := func(e error) (*NCCL, error) {
+		if lib != nil {
+			_ = lib.Close()
+		}
+		return nil, e
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if gerr != nil {
+		return fail(fmt.Errorf("exchanging the NCCL unique id: %w", gerr))
+	}
+	if bad := failedRanks(all, len(mine)); len(bad) > 0 {
+		return fail(fmt.Errorf("NCCL transport: rank %s could not load NCCL or make its unique id", intList(bad)))
+	}
+	copy(id[:], all[:len(id)])
+	if sharedGPU {
+		// NCCL refuses two ranks on one GPU unless told they are meant.
+		if err := os.Setenv(MultiRankGPUEnv, "1"); err != nil {
+			return fail(err)
+		}
+	}
+	comm, err := lib.CommInitRank(g.Size(), id, g.Rank())
+	if err != nil {
+		return fail(fmt.Errorf("NCCL communicator of %d ranks: %w", g.Size(), err))
+	}
+	name := fmt.Sprintf("NCCL %s symmetric window (LSA load/store)", lib.Version)
+	return &NCCL{g: g, name: name, lib: lib, comm: comm}, nil
+}
+
+// failedRanks lists the ranks whose record (of size n, last byte 1 for
+// success) in all says they failed.
+func failedRanks(all []byte, n int) []int {
+	var bad []int
+	for r := 0; r < len(all)/n; r++ {
+		if all[(r+1)*n-1] != 1 {
+			bad = append(bad, r)
+		}
+	}
+	return bad
+}
+
+// Name implements Transport.
+func (t *NCCL) Name() string { return t.name }
+
+// Alloc implements Transport. Every step that NCCL makes collective is
+// preceded by an exchange of the ranks' state, so that a rank's failure is
+// reported by all instead of leaving the others waiting in NCCL.
+func (t *NCCL) Alloc(size int64) (uint64, []uint64, error) {
+	if t.local != 0 {
+		return 0, nil, errors.New("NCCL transport: already allocated")
+	}
+	p, err := t.lib.MemAlloc(size)
+	if err != nil {
+		err = fmt.Errorf("ncclMemAlloc of %d bytes: %w", size, err)
+	}
+	if err := t.agree(err, "allocate its symmetric memory"); err != nil {
+		if p != 0 {
+			_ = t.lib.MemFree(p)
+		}
+		return 0, nil, err
+	}
+	t.local = p
+	win, err := t.comm.RegisterWindow(p, size)
+	if err != nil {
+		_ = t.Close()
+		return 0, nil, fmt.Errorf("registering the symmetric window: %w", err)
+	}
+	t.win, t.reg = win, true
+	n := t.g.Size()
+	peers := make([]uint64, n)
+	var unreachable []int
+	for r := 0; r < n && err == nil; r++ {
+		peers[r], err = t.lib.PeerPointer(win, 0, r)
+		if err == nil && peers[r] == 0 {
+			unreachable = append(unreachable, r)
+		}
+	}
+	if err == nil && len(unreachable) > 0 {
+		err = fmt.Errorf("NCCL reaches ranks %s only through GIN (not by load/store: outside this rank's NVLink domain), "+
+			"and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)", intList(unreachable))
+	}
+	if err := t.agree(err, "address every peer"); err != nil {
+		_ = t.Close()
+		return 0, nil, err
+	}
+	return p, peers, nil
+}
+
+// agree shares whether each rank's step succeeded: this rank's error, else
+// one naming the ranks that failed to do what.
+func (t *NCCL) agree(mine error, what string) error {
+	rec := []byte{0}
+	if mine == nil {
+		rec[0] = 1
+	}
+	all, gerr := t.g.AllgatherBytes(rec)
+	if mine != nil {
+		return mine
+	}
+	if gerr != nil {
+		return fmt.Errorf("NCCL transport: exchanging state: %w", gerr)
+	}
+	if bad := failedRanks(all, 1); len(bad) > 0 {
+		return fmt.Errorf("NCCL transport: rank %s could not %s", intList(bad), what)
+	}
+	return nil
+}
+
+// Close implements Transport: the window, the memory, the communicator and
+// the library, each once.
+func (t *NCCL) Close() error {
+	var errs []error
+	if t.reg {
+		errs = append(errs, t.comm.DeregisterWindow(t.win))
+		t.reg = false
+	}
+	if t.local != 0 {
+		errs = append(errs, t.lib.MemFree(t.local))
+		t.local = 0
+	}
+	if t.comm != nil {
+		errs = append(errs, t.comm.Destroy())
+		t.comm = nil
+	}
+	if t.lib != nil {
+		errs = append(errs, t.lib.Close())
+		t.lib = nil
+	}
+	return errors.Join(errs...)
+}
