@@ -257,6 +257,7 @@ __device__ inline bool lines_wait(const uint4* lines, int first, int nlines, uin
                                   uint64_t* w1, uint64_t deadline, int* err, int* active, int phase, int peer) {
     const int lane = threadIdx.x % kWarp;
     const int line = first + lane / 8;
+    __syncwarp();  // the eight lanes of a line load it in one instruction
     if (line < nlines) line_load(lines + (int64_t)line * 8 + lane % 8, w0, w1);
     return lines_settle(lines, first, nlines, flag, w0, w1, deadline, err, active, phase, peer);
 }

@@ -55,9 +55,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
 
     // The block's first token row is loaded along with the routing below:
     // thread i holds vectors i, i + kThreads, ... of the row.
-    // Lane k of warp 0 holds the token's k-th expert id.
+    // Lane k of warp 0 holds the token's k-th expert id and weight.
     uint4 xv[kMaxVecPerThread];
     int64_t tok_e = -1;
+    float tok_w = 0.f;
     auto load_x = [&](int t) {
         const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
 #pragma unroll
@@ -65,7 +66,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             const int v = threadIdx.x + i * kThreads;
             if (v < vec_per_row) xv[i] = __ldg(src + v);
         }
-        if (threadIdx.x < K) tok_e = __ldg(a.topk_idx + (int64_t)t * K + threadIdx.x);
+        if (threadIdx.x < K) {
+            tok_e = __ldg(a.topk_idx + (int64_t)t * K + threadIdx.x);
+            tok_w = __ldg(a.topk_w + (int64_t)t * K + threadIdx.x);
+        }
     };
     // Spread, the rows leave from many SMs (see the send pass), so the block
     // holds no row.
@@ -182,7 +186,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         __syncthreads();
         const int nd = ndest;
 #pragma unroll
-        for (int u = 0; u < kMaxVecPerThread; u++) {
+        for (int u = 0; u < kMaxVecPerThread && nd > 0; u++) {  // nd: block-uniform
             const int v = threadIdx.x + u * kThreads;
             if (v >= vec_per_row) break;
             uint2 q8;
@@ -242,13 +246,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     }
 
     // --- the headers (warp 0), with the row of every selection in its
-    // expert's rows from here (tokens in order) ---
-    auto headers_of = [&](int t) {
+    // expert's rows from here (tokens in order); `held`: the selections are
+    // tok_e and tok_w (load_x's). Lines: also the token's own-rank rows
+    // (own_rows, nown), which the send pass writes ---
+    auto headers_of = [&](int t, bool held) {
         // Experts within a token are distinct, so the lanes of one token
         // never share a counter.
         int64_t e = -1;
         float w = 0.f;
-        if (lane < K) {
+        if (held) {
+            e = tok_e;
+            w = tok_w;
+        } else if (lane < K) {
             e = __ldg(a.topk_idx + (int64_t)t * K + lane);
             w = __ldg(a.topk_w + (int64_t)t * K + lane);
         }
@@ -276,6 +285,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         if (!rm && q >= 0 && direct_self(a, q)) {
             a.src_info[(e - lo) * rows_per_expert + p] = t;
             a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
+        }
+        if (lines) {
+            const bool mine = q >= 0 && direct_self(a, q);
+            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            if (rm) {  // one slot per token
+                if (mine && lane == __ffs(mines) - 1) own_rows[0] = (int64_t)a.rank * T + p;
+            } else if (mine) {
+                own_rows[__popc(mines & ((1u << lane) - 1u))] = (e - lo) * rows_per_expert + p;
+            }
+            if (lane == 0) nown = rm ? mines != 0 : __popc(mines);
         }
         __syncwarp();
         if (lines) {
@@ -334,7 +353,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         __syncwarp();  // dests is rewritten for the next token
     };
     if (warp == 0 && !lines)
-        for (int t = t0; t < t1; t++) headers_of(t);
+        for (int t = t0; t < t1; t++) headers_of(t, false);
     // Spread: the workers write the own rank's rows meanwhile, spread like
     // the sends (group c of the rows by block c % grid, from the L1 that
     // holds it), at rows counted here: a selection's row among its expert's
@@ -378,10 +397,28 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
         EPBENCH_TRACE_BY(a, 6, kWarp);
     }
+    // Lines: words w and w + 1 of a row as its lines carry them (d0, d1),
+    // into the own rank's row r of recv (FP8: past the E4M3 data, the scales
+    // into recv_scales).
+    auto put_line_words = [&](int64_t r, int w, uint64_t d0, uint64_t d1) {
+        const uint4 val = make_uint4((uint32_t)d0, (uint32_t)(d0 >> 32), (uint32_t)d1, (uint32_t)(d1 >> 32));
+        if (w < (a.fp8 ? H / 8 : H / 4)) {
+            reinterpret_cast<uint4*>(recv + r * rb)[w / 2] = val;
+        } else if (a.fp8) {
+            const int g = 2 * (w - H / 8);
+            const uint32_t sc[4] = {val.x, val.y, val.z, val.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                if (g + j < groups) a.recv_scales[r * groups + g + j] = __uint_as_float(sc[j]);
+        }
+    };
     // Lines: each token's header goes first, so the receiver knows where its
-    // rows go while they stream in.
+    // rows go while they stream in; then every warp stores the row's lines
+    // to the peers and, as they pass, their data into the own rank's rows
+    // (the row read once, from the L1 that load_x filled, by all sixteen
+    // warps).
     for (int t = t0; lines && t < t1; t++) {
-        if (warp == 0) headers_of(t);
+        if (warp == 0) headers_of(t, true);
         if (a.fp8) {
 #pragma unroll
             for (int u = 0; u < kMaxVecPerThread; u++) {
@@ -394,7 +431,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             }
         }
         __syncthreads();
-        const int nd = ndest;
+        const int nd = ndest, no = nown;
         const uint64_t* xw = reinterpret_cast<const uint64_t*>(a.x + (int64_t)t * H);
         // The FP8 row's data word w as it travels.
         auto word = [&](int w) -> uint64_t {
@@ -412,8 +449,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         for (int q4 = warp; 4 * q4 < nrl; q4 += kWarps) {
             __syncwarp();
             const int ln = 4 * q4 + lane / 8;
-            if (ln >= nrl) continue;
-            const int w = line_word(ln);
+            const int w = ln < nrl ? line_word(ln) : -1;
             uint64_t d0 = 0, d1 = flag64;  // part 7
             if (w >= 0 && !a.fp8) {
                 // 16 bytes of the row (w is even, H / 4 too)
@@ -424,17 +460,25 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                 d0 = word(w);
                 d1 = word(w + 1);
             }
-            for (int i = 0; i < nd; i++) line_part_store(islot_at(dests[i], t) + (nhl + ln) * 8 + lane % 8, lane % 8, d0, d1);
+            if (ln < nrl)
+                for (int i = 0; i < nd; i++) line_part_store(islot_at(dests[i], t) + (nhl + ln) * 8 + lane % 8, lane % 8, d0, d1);
+            // A convergent barrier, reached by every lane, between the line
+            // stores and the per-lane branch below: the eight lanes of a line
+            // must store it in one instruction, which splitting the loop by
+            // that branch would undo.
+            __syncwarp();
+            for (int i = 0; i < no && w >= 0; i++) put_line_words(own_rows[i], w, d0, d1);
         }
-        __syncthreads();  // dests and gamax are rewritten for the next token
+        __syncthreads();  // dests, own_rows and gamax are rewritten for the next token
         if (t + 1 < t1) load_x(t + 1);
     }
     __syncthreads();
     EPBENCH_TRACE(a, 1);
+    if (lines) EPBENCH_TRACE(a, 6);  // the send pass wrote the own rank's rows
     // Warp 0 takes the block's ticket and, if last, releases the peers; then
-    // it is done. The own rank's rows are not part of the release: the
-    // workers write them while the peers' data is on its way, then go on to
-    // the receive side.
+    // it is done. The own rank's rows are not part of the release: fenced,
+    // the workers write them while the peers' data is on its way (lines: the
+    // send pass wrote them), then go on to the receive side.
     if (warp == 0) {
         if (!inl && !lines && (int)blockIdx.x < stored_blocks &&
             last_ticket(at<uint64_t>(self, a.off_dispatch_signal) + R, stored_blocks)) {
@@ -445,58 +489,51 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     }
     const int wt = threadIdx.x - kWarp;
 
-    // --- the own rank's rows (workers), at the rows warp 0 chose ---
-    // Written by the threads of warps w0 .. w0+nw-1 (all the workers, or in
-    // the lines protocol some, while the others receive).
-    auto own_rows_of_block = [&](int w0, int nw) {
-        const int n = nw * kWarp, me = threadIdx.x - w0 * kWarp;
-        const int bar = nw == kWarps - 1 ? 1 : 2;  // 1: workers_sync's
-        auto sync = [&]() { asm volatile("bar.sync %0, %1;" ::"r"(bar), "r"(n) : "memory"); };
-        for (int t = t0; t < t1; t++) {
-            if (warp == w0) {
-                int64_t e = -1;
-                if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
-                const bool mine = e >= lo && e < hi;
-                const unsigned mines = __ballot_sync(0xffffffffu, mine);
-                const int pos = mine ? a.row_pos[((int64_t)a.rank * T + t) * K + lane] : 0;
-                if (rm) {  // one slot per token
-                    if (mine && lane == __ffs(mines) - 1) own_rows[0] = pos;
-                } else if (mine) {
-                    own_rows[__popc(mines & ((1u << lane) - 1u))] = (e - lo) * rows_per_expert + pos;
-                }
-                if (lane == 0) nown = rm ? mines != 0 : __popc(mines);
+    // --- fenced: the own rank's rows (workers), at the rows warp 0 chose
+    // (lines wrote them in the send pass, spread above) ---
+    for (int t = t0; !lines && !spread && t < t1; t++) {
+        if (warp == 1) {
+            int64_t e = -1;
+            if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
+            const bool mine = e >= lo && e < hi;
+            const unsigned mines = __ballot_sync(0xffffffffu, mine);
+            const int pos = mine ? a.row_pos[((int64_t)a.rank * T + t) * K + lane] : 0;
+            if (rm) {  // one slot per token
+                if (mine && lane == __ffs(mines) - 1) own_rows[0] = pos;
+            } else if (mine) {
+                own_rows[__popc(mines & ((1u << lane) - 1u))] = (e - lo) * rows_per_expert + pos;
             }
-            const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
-            sync();
-            const int no = nown;
-            for (int base = 0; base < vec_per_row; base += n * kMaxRecvVecPerThread) {
-                uint4 xr[kMaxRecvVecPerThread];
+            if (lane == 0) nown = rm ? mines != 0 : __popc(mines);
+        }
+        workers_sync();
+        const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
+        const int no = nown;
+        for (int base = 0; base < vec_per_row; base += kWorkers * kMaxRecvVecPerThread) {
+            uint4 xr[kMaxRecvVecPerThread];
 #pragma unroll
-                for (int u = 0; u < kMaxRecvVecPerThread; u++) {
-                    const int v = base + me + u * n;
-                    if (v < vec_per_row) xr[u] = __ldg(src + v);
-                }
+            for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+                const int v = base + wt + u * kWorkers;
+                if (v < vec_per_row) xr[u] = __ldg(src + v);
+            }
 #pragma unroll
-                for (int u = 0; u < kMaxRecvVecPerThread; u++) {
-                    const int v = base + me + u * n;
-                    if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
-                    if (!a.fp8) {
-                        for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xr[u];
-                    } else {
-                        float scale;
-                        const uint2 q = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
-                        for (int i = 0; i < no; i++) {
-                            reinterpret_cast<uint2*>(recv + own_rows[i] * rb)[v] = q;
-                            if (sub == 0) a.recv_scales[own_rows[i] * groups + v / 16] = scale;
-                        }
+            for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+                const int v = base + wt + u * kWorkers;
+                if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
+                if (!a.fp8) {
+                    for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xr[u];
+                } else {
+                    float scale;
+                    const uint2 q = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
+                    for (int i = 0; i < no; i++) {
+                        reinterpret_cast<uint2*>(recv + own_rows[i] * rb)[v] = q;
+                        if (sub == 0) a.recv_scales[own_rows[i] * groups + v / 16] = scale;
                     }
                 }
             }
-            sync();  // own_rows is rewritten for the next token
         }
-        EPBENCH_TRACE_BY(a, 6, w0 * kWarp);
-    };
-    if (!lines && !spread) own_rows_of_block(1, kWarps - 1);
+        workers_sync();  // own_rows is rewritten for the next token
+    }
+    if (!lines && !spread) EPBENCH_TRACE_BY(a, 6, kWarp);
 
 
     // --- peers: the workers copy the messages this block owns (one per
@@ -599,24 +636,23 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     const int nvec = inl && a.fp8 ? H / 8 : rb / 16;  // per row: 16-byte vectors, or inline FP8 8-byte units
     bool traced = false;
     if (lines) {
-        // Warps 1-7 write the own rank's rows while warps 8-15 receive: one
-        // warp per (message, 16 of its row lines) polls the header lines,
-        // then its row lines, and copies each line's data as it stands to
-        // the rows the header names.
-        constexpr int kOwnWarps = 7;
-        if (warp <= kOwnWarps) {
-            own_rows_of_block(1, kOwnWarps);
-            return;
-        }
+        // The own rank's rows are written (the send pass); the workers
+        // receive: one warp per (message, 16 of its row lines) polls the
+        // header lines, then its row lines, and copies each line's data as
+        // it stands to the rows the header names.
         const int chunks = (nrl + 15) / 16;
-        const int nw = gridDim.x * (kWarps - 1 - kOwnWarps);
-        for (int item = (warp - 1 - kOwnWarps) * gridDim.x + blockIdx.x; item < nmsg * chunks; item += nw) {
+        const int nw = gridDim.x * (kWarps - 1);
+        for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < nmsg * chunks; item += nw) {
             const int m = item / chunks, c = item % chunks;
             const int ord = 1 + m / T, t = m % T, s = (a.rank + ord) % R;
             if (t >= tokens_from(a, s) || masked_warp(a, s)) continue;  // no such token, or a masked source (-T)
             const uint4* slot = inline_slot(a, self, s, t);
-            // The row lines' first loads go out with the header's.
+            // The row lines' first loads go out with the header's. The warp
+            // is made whole first: the eight lanes of a line must load it in
+            // one instruction, and the last block's workers come here from
+            // the layout's per-lane waits.
             uint64_t w0[4] = {}, w1[4] = {}, h0 = 0, h1 = 0;
+            __syncwarp();
 #pragma unroll
             for (int q = 0; q < 4; q++) {
                 const int ln = c * 16 + 4 * q + lane / 8;
@@ -683,7 +719,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                 }
             }
         }
-        EPBENCH_TRACE_BY(a, 4, (kOwnWarps + 1) * kWarp);  // the first receiving warp
+        EPBENCH_TRACE_BY(a, 4, kWarp);
         return;
     }
     if (spread) {
