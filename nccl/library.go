@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unsafe"
+
+	"github.com/epbench/epbench/internal/dl"
 )
 
 // EnvHome names the environment variable that points Load at an NCCL
@@ -30,8 +32,8 @@ type Lib struct {
 	Path    string  // the library file, as the loader resolved it
 	Version Version // what ncclGetVersion reports
 
-	code   int            // the raw ncclGetVersion code
-	handle unsafe.Pointer // nil once closed
+	code   int         // the raw ncclGetVersion code
+	handle *dl.Library // nil once closed
 	api    C.ep_nccl_api
 	comms  int // communicators made and not yet destroyed
 }
@@ -85,19 +87,19 @@ func (e *openError) Unwrap() error { return ErrNotFound }
 // accepted stays mapped for the life of the process, even after Close,
 // because NCCL keeps process-wide state that can outlive its communicators.
 func LoadFrom(path string) (*Lib, error) {
-	h, err := dlOpen(path)
+	h, err := dl.Open(path)
 	if err != nil {
 		return nil, &openError{name: path, msg: err.Error()}
 	}
 	l := &Lib{Path: path, handle: h}
 	if err := l.bind(); err != nil {
-		if cerr := dlClose(h); cerr != nil {
+		if cerr := h.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("nccl: closing %s: %w", l.Path, cerr))
 		}
 		return nil, err
 	}
-	if err := dlPin(path); err != nil {
-		return nil, errors.Join(fmt.Errorf("nccl: keeping %s loaded: %w", l.Path, err), dlClose(h))
+	if err := dl.Pin(path); err != nil {
+		return nil, errors.Join(fmt.Errorf("nccl: keeping %s loaded: %w", l.Path, err), h.Close())
 	}
 	return l, nil
 }
@@ -105,14 +107,18 @@ func LoadFrom(path string) (*Lib, error) {
 // bind reads the version first, so that an old library is named as such
 // rather than by the entry points it lacks, then resolves the rest.
 func (l *Lib) bind() error {
-	gv := dlSym(l.handle, "ncclGetVersion")
+	sym := func(name string) unsafe.Pointer {
+		p, _ := l.handle.Symbol(name) // nil: absent, reported by name below
+		return p
+	}
+	gv := sym("ncclGetVersion")
 	if gv == nil {
 		return fmt.Errorf("%w: %s has no ncclGetVersion", ErrMissingSymbol, l.Path)
 	}
-	if p := dlPath(gv); p != "" {
+	if p := dl.Path(gv); p != "" {
 		l.Path = p
 	}
-	l.api.get_error_string = dlSym(l.handle, "ncclGetErrorString")
+	l.api.get_error_string = sym("ncclGetErrorString")
 	var code C.int
 	if rc := C.ep_nccl_get_version(gv, &code); rc != C.EP_NCCL_SUCCESS {
 		return l.check("ncclGetVersion", rc, &lastError{})
@@ -142,7 +148,7 @@ func (l *Lib) bind() error {
 	}
 	var missing []string
 	for _, s := range table {
-		if *s.dst = dlSym(l.handle, s.name); *s.dst == nil {
+		if *s.dst = sym(s.name); *s.dst == nil {
 			missing = append(missing, s.name)
 		}
 	}
@@ -164,7 +170,7 @@ func (l *Lib) Close() error {
 	}
 	h := l.handle
 	l.handle = nil
-	if err := dlClose(h); err != nil {
+	if err := h.Close(); err != nil {
 		return fmt.Errorf("nccl: closing %s: %w", l.Path, err)
 	}
 	return nil
