@@ -12,7 +12,9 @@
 # ordering step broken on purpose (scripts/ptx.sh EPBENCH_BREAK), each of
 # which validation must catch; a short table last.
 # Usage: scripts/gpu-check.sh [--quick | --mps] [--out DIR]
-# Environment: NVCC (default nvcc), NP (default: GPU count), MPIRUN_ARGS,
+# With NCCL_HOME set (an NCCL 2.30+ build, e.g. from scripts/nccl.sh), both
+# sections also validate the NCCL transport (--transport nccl).
+# Environment: NVCC (default nvcc), NP (default: GPU count), MPIRUN_ARGS, NCCL_HOME,
 # PERF_ITERS (timed iterations of the performance runs, default 200),
 # REFERENCE (an ep_bench output to compare the default run with).
 set -uo pipefail
@@ -66,6 +68,9 @@ fi
 # Every epbench run below loads the fresh PTX when the committed one differs.
 ptx_args=()
 [ -n "${EPBENCH_PTX_DIR:-}" ] && ptx_args=(--ptx-dir "$EPBENCH_PTX_DIR")
+# The NCCL transport's runs, where an NCCL build is named.
+nccl_x=()
+[ -n "${NCCL_HOME:-}" ] && nccl_x=(-x NCCL_HOME)
 
 summary() {
 	echo "=== gpu-check summary ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $1) ==="
@@ -92,7 +97,7 @@ if [ -n "$mps" ]; then
 		say "### $name: mpirun -np $n bin/epbench $*"
 		local t0=$SECONDS
 		timeout -k 10 "$limit" mpirun "${root[@]}" --oversubscribe -np "$n" -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \
-			-x CUDA_VISIBLE_DEVICES=0 bin/epbench "$@" >"$out/run.txt" 2>&1
+			-x CUDA_VISIBLE_DEVICES=0 "${nccl_x[@]}" bin/epbench "$@" >"$out/run.txt" 2>&1
 		mps_rc=$?
 		cat "$out/run.txt" >>"$log"
 		mps_secs=$((SECONDS - t0))
@@ -104,7 +109,8 @@ if [ -n "$mps" ]; then
 			"" "--combine-mode direct_send" "--dispatch-dtype fp8_e4m3" "--dispatch-dtype fp8_e4m3 --combine-mode direct_send" \
 			"--protocol fenced" "--protocol fenced -t 1 --combine-mode direct_send" \
 			"--protocol inline -t 15 --dispatch-dtype fp8_e4m3" "--protocol lines -t 32 --dispatch-dtype fp8_e4m3" \
-			"-L rm" "-L rm -t 1" "-L rm --protocol fenced --dispatch-dtype fp8_e4m3" "-N" "-L rm -N" "-l 64 -S 8"; do
+			"-L rm" "-L rm -t 1" "-L rm --protocol fenced --dispatch-dtype fp8_e4m3" "-N" "-L rm -N" "-l 64 -S 8" \
+			${NCCL_HOME:+"--transport nccl" "--transport nccl --dispatch-dtype fp8_e4m3 --combine-mode direct_send"}; do
 			# shellcheck disable=SC2086
 			mps_run "mps $n ${c:-defaults}" 120 "$n" "${soak[@]}" $c "${ptx_args[@]}"
 			g=$(grep -o 'kernels: [0-9]* blocks' "$out/run.txt" | head -1)
@@ -188,7 +194,7 @@ run() { # name timeout-seconds np args...
 	shift 3
 	say "### $name: mpirun -np $n bin/epbench $* ${ptx_args[*]}"
 	local t0=$SECONDS
-	timeout -k 10 "$limit" mpirun "${root[@]}" -np "$n" ${MPIRUN_ARGS:-} bin/epbench "$@" "${ptx_args[@]}" >"$out/run.txt" 2>&1
+	timeout -k 10 "$limit" mpirun "${root[@]}" -np "$n" ${MPIRUN_ARGS:-} "${nccl_x[@]}" bin/epbench "$@" "${ptx_args[@]}" >"$out/run.txt" 2>&1
 	local rc=$?
 	cat "$out/run.txt" >>"$log"
 	local v d c h
@@ -227,6 +233,11 @@ for mode in rank_local_reduce direct_send; do
 	run "cuda-graph -t 1 $mode" 120 "$np" -V --cuda-graph -t 1 --combine-mode "$mode"
 	run "cuda-graph fp8 soak $mode" 120 "$np" -V --cuda-graph --dispatch-dtype fp8_e4m3 -i 400 --validate-every 100 --reroute 2 --combine-mode "$mode"
 	run "-np 1 $mode" 120 1 -V --combine-mode "$mode"
+	if [ -n "${NCCL_HOME:-}" ]; then
+		run "nccl $mode" 120 "$np" -V --transport nccl --combine-mode "$mode"
+		run "nccl fp8 $mode" 120 "$np" -V --transport nccl --dispatch-dtype fp8_e4m3 --combine-mode "$mode"
+		run "nccl -np 1 -t 7 $mode" 120 1 -V --transport nccl -t 7 -d 2304 -k 5 -e 40 --combine-mode "$mode"
+	fi
 	run "-i 1000 $mode" 300 "$np" -V -i 1000 --combine-mode "$mode"
 done
 
