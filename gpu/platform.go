@@ -12,6 +12,7 @@ import (
 	"github.com/epbench/epbench/cupti"
 	"github.com/epbench/epbench/kernels"
 	"github.com/epbench/epbench/ll"
+	"github.com/epbench/epbench/nccl"
 	"github.com/epbench/epbench/report"
 )
 
@@ -115,7 +116,7 @@ func openTransport(w *bench.World, cfg *config.Config, sharedGPU bool) (Transpor
 	}
 	switch cfg.Transport.Resolve(w.Size == w.LocalSize) {
 	case config.TransportNCCL:
-		return NewNCCL(w.Comm, sharedGPU)
+		return nccl.NewTransport(w.Comm, sharedGPU)
 	default:
 		return NewIPC(w.Comm, w.Size, w.LocalSize)
 	}

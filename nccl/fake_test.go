@@ -18,7 +18,7 @@ var fakeFlags = map[string][]string{fakeFull: nil, fakeOld: {"-DFAKE_NCCL_NO_PEE
 
 // fakeEnv lists every variable the stand-in reads.
 var fakeEnv = []string{
-	"FAKE_NCCL_VERSION", "FAKE_NCCL_INIT_RESULT", "FAKE_NCCL_INIT_ERROR", "FAKE_NCCL_LSA_PEERS",
+	"FAKE_NCCL_VERSION", "FAKE_NCCL_INIT_RESULT", "FAKE_NCCL_INIT_ERROR", "FAKE_NCCL_LSA_PEERS", "FAKE_NCCL_NO_SYMMETRIC",
 	"FAKE_NCCL_GIN", "FAKE_NCCL_RAILED_GIN", "FAKE_NCCL_LSA_TEAMS", "FAKE_NCCL_MULTIMEM", "FAKE_NCCL_HOST_RMA",
 }
 

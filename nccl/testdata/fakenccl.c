@@ -8,9 +8,9 @@
  *   FAKE_NCCL_INIT_RESULT   ncclCommInitRank fails with this result ...
  *   FAKE_NCCL_INIT_ERROR    ... and this last-error text
  *   FAKE_NCCL_LSA_PEERS     "all": every peer is load/store reachable
+ *                           (default: only the own rank)
  *   FAKE_NCCL_NO_SYMMETRIC  1: window registration succeeds with no window,
  *                           as NCCL's does without symmetric memory support
- *                           (default: only the own rank)
  *   FAKE_NCCL_GIN, FAKE_NCCL_RAILED_GIN, FAKE_NCCL_LSA_TEAMS,
  *   FAKE_NCCL_MULTIMEM, FAKE_NCCL_HOST_RMA
  *                           what ncclCommQueryProperties reports

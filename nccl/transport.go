@@ -1,40 +1,50 @@
-package gpu
+package nccl
 
 import (
 	"errors"
 	"fmt"
 	"os"
-
-	"github.com/epbench/epbench/nccl"
+	"strconv"
+	"strings"
 )
 
-// NCCL is the transport over NCCL's symmetric memory: one ncclMemAlloc
-// buffer per rank registered as a collective window, every peer's part of
-// it addressed through the pointer NCCL gives for its LSA team (the ranks it
-// reaches by load/store: NVLink within a node or a multi-node NVLink
-// domain). The kernels see the same peer table as with CUDA IPC.
-type NCCL struct {
+// Gatherer is the collective the transport exchanges its ranks' state and
+// NCCL's unique id with (*mpi.Comm satisfies it).
+type Gatherer interface {
+	Rank() int
+	Size() int
+	AllgatherBytes(send []byte) ([]byte, error)
+}
+
+// Transport is epbench's transport over NCCL's symmetric memory (the
+// CUDA backend's Transport): one ncclMemAlloc buffer per rank registered
+// as a collective window, every peer's part of it addressed through the
+// pointer NCCL gives for its LSA team (the ranks it reaches by load/store:
+// NVLink within a node or a multi-node NVLink domain). The kernels see the
+// same peer table as with CUDA IPC. It makes no CUDA call of its own, so
+// it is tested here against the stand-in library.
+type Transport struct {
 	g     Gatherer
 	name  string
-	lib   *nccl.Lib
-	comm  *nccl.Comm
+	lib   *Lib
+	comm  *Comm
 	local uint64
-	win   nccl.Window
+	win   Window
 	reg   bool
 }
 
 // MultiRankGPUEnv is NCCL's switch for several ranks on one GPU, which it
-// refuses otherwise; NewNCCL sets it to 1 where ranks share a GPU (they do
+// refuses otherwise; NewTransport sets it to 1 where ranks share a GPU (they do
 // because the job was launched so).
 const MultiRankGPUEnv = "NCCL_MULTI_RANK_GPU_ENABLE"
 
-// NewNCCL loads libnccl on every rank, broadcasts rank 0's unique id and
+// NewTransport loads libnccl on every rank, broadcasts rank 0's unique id and
 // creates the communicator (collective: every rank learns of any rank's
 // failure, so none waits in NCCL for a rank that gave up). sharedGPU says
 // this rank's GPU runs other ranks too.
-func NewNCCL(g Gatherer, sharedGPU bool) (*NCCL, error) {
-	lib, err := nccl.Load()
-	var id nccl.UniqueID
+func NewTransport(g Gatherer, sharedGPU bool) (*Transport, error) {
+	lib, err := Load()
+	var id UniqueID
 	if err == nil && g.Rank() == 0 {
 		if id, err = lib.GetUniqueID(); err != nil {
 			err = fmt.Errorf("NCCL unique id: %w", err)
@@ -46,7 +56,7 @@ func NewNCCL(g Gatherer, sharedGPU bool) (*NCCL, error) {
 		mine[len(id)] = 1
 	}
 	all, gerr := g.AllgatherBytes(mine)
-	fail := func(e error) (*NCCL, error) {
+	fail := func(e error) (*Transport, error) {
 		if lib != nil {
 			_ = lib.Close()
 		}
@@ -59,7 +69,7 @@ func NewNCCL(g Gatherer, sharedGPU bool) (*NCCL, error) {
 		return fail(fmt.Errorf("exchanging the NCCL unique id: %w", gerr))
 	}
 	if bad := failedRanks(all, len(mine)); len(bad) > 0 {
-		return fail(fmt.Errorf("NCCL transport: rank %s could not load NCCL or make its unique id", intList(bad)))
+		return fail(fmt.Errorf("NCCL transport: rank %s could not load NCCL or make its unique id", rankList(bad)))
 	}
 	copy(id[:], all[:len(id)])
 	if sharedGPU {
@@ -73,7 +83,7 @@ func NewNCCL(g Gatherer, sharedGPU bool) (*NCCL, error) {
 		return fail(fmt.Errorf("NCCL communicator of %d ranks: %w", g.Size(), err))
 	}
 	name := fmt.Sprintf("NCCL %s symmetric window (LSA load/store)", lib.Version)
-	return &NCCL{g: g, name: name, lib: lib, comm: comm}, nil
+	return &Transport{g: g, name: name, lib: lib, comm: comm}, nil
 }
 
 // failedRanks lists the ranks whose record (of size n, last byte 1 for
@@ -88,13 +98,15 @@ func failedRanks(all []byte, n int) []int {
 	return bad
 }
 
-// Name implements Transport.
-func (t *NCCL) Name() string { return t.name }
+// Name says which transport this is.
+func (t *Transport) Name() string { return t.name }
 
-// Alloc implements Transport. Every step that NCCL makes collective is
-// preceded by an exchange of the ranks' state, so that a rank's failure is
-// reported by all instead of leaving the others waiting in NCCL.
-func (t *NCCL) Alloc(size int64) (uint64, []uint64, error) {
+// Alloc allocates size bytes on every rank (collective) and returns this
+// rank's base and every rank's base as mapped here. Every step that NCCL
+// makes collective is preceded by an exchange of the ranks' state, so that
+// a rank's failure is reported by all instead of leaving the others waiting
+// in NCCL.
+func (t *Transport) Alloc(size int64) (uint64, []uint64, error) {
 	if t.local != 0 {
 		return 0, nil, errors.New("NCCL transport: already allocated")
 	}
@@ -126,7 +138,7 @@ func (t *NCCL) Alloc(size int64) (uint64, []uint64, error) {
 	}
 	if err == nil && len(unreachable) > 0 {
 		err = fmt.Errorf("NCCL reaches ranks %s only through GIN (not by load/store: outside this rank's NVLink domain), "+
-			"and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)", intList(unreachable))
+			"and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)", rankList(unreachable))
 	}
 	if err := t.agree(err, "address every peer"); err != nil {
 		_ = t.Close()
@@ -137,7 +149,7 @@ func (t *NCCL) Alloc(size int64) (uint64, []uint64, error) {
 
 // agree shares whether each rank's step succeeded: this rank's error, else
 // one naming the ranks that failed to do what.
-func (t *NCCL) agree(mine error, what string) error {
+func (t *Transport) agree(mine error, what string) error {
 	rec := []byte{0}
 	if mine == nil {
 		rec[0] = 1
@@ -150,14 +162,14 @@ func (t *NCCL) agree(mine error, what string) error {
 		return fmt.Errorf("NCCL transport: exchanging state: %w", gerr)
 	}
 	if bad := failedRanks(all, 1); len(bad) > 0 {
-		return fmt.Errorf("NCCL transport: rank %s could not %s", intList(bad), what)
+		return fmt.Errorf("NCCL transport: rank %s could not %s", rankList(bad), what)
 	}
 	return nil
 }
 
-// Close implements Transport: the window, the memory, the communicator and
-// the library, each once.
-func (t *NCCL) Close() error {
+// Close releases the window, the memory, the communicator and the library,
+// each once; closing again is not an error.
+func (t *Transport) Close() error {
 	var errs []error
 	if t.reg {
 		errs = append(errs, t.comm.DeregisterWindow(t.win))
@@ -176,4 +188,13 @@ func (t *NCCL) Close() error {
 		t.lib = nil
 	}
 	return errors.Join(errs...)
+}
+
+// rankList spells ranks as "1,2,5".
+func rankList(ranks []int) string {
+	s := make([]string, len(ranks))
+	for i, r := range ranks {
+		s[i] = strconv.Itoa(r)
+	}
+	return strings.Join(s, ",")
 }

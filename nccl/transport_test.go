@@ -1,0 +1,196 @@
+package nccl
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+// gatherer stands in for MPI: this process is rank `rank` of `size`, and
+// other(call, r, mine) is what rank r contributes to exchange number call
+// (by default the same record as this rank's: every rank succeeded alike).
+// Rank 0's record of the first exchange carries the unique id: root, where
+// this process is another rank (the stand-in accepts only ids it made).
+type gatherer struct {
+	rank, size int
+	other      func(call, r int, mine []byte) []byte
+	root       []byte
+	calls      int
+}
+
+func (g *gatherer) Rank() int { return g.rank }
+func (g *gatherer) Size() int { return g.size }
+func (g *gatherer) AllgatherBytes(mine []byte) ([]byte, error) {
+	g.calls++
+	var all []byte
+	for r := 0; r < g.size; r++ {
+		rec := mine
+		if r == 0 && g.rank != 0 && g.calls == 1 {
+			rec = g.root
+		}
+		if r != g.rank && g.other != nil {
+			rec = g.other(g.calls, r, rec)
+		}
+		all = append(all, rec...)
+	}
+	return all, nil
+}
+
+// failing makes rank bad's record of exchange number call say it failed
+// (the last byte of a record is 1 for success).
+func failing(call, bad int) func(int, int, []byte) []byte {
+	return func(c, r int, mine []byte) []byte {
+		rec := append([]byte(nil), mine...)
+		if c == call && r == bad {
+			rec[len(rec)-1] = 0
+		}
+		return rec
+	}
+}
+
+// fakeHome points NCCL_HOME at a fresh copy of the stand-in library and
+// returns rank 0's record of the unique-id exchange, a unique id made by
+// another copy.
+func fakeHome(t *testing.T) []byte {
+	t.Helper()
+	l := loadFake(t)
+	id, err := l.GetUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, _ := installFake(t, fakeFull, "libnccl.so.2")
+	t.Setenv(EnvHome, home)
+	return append(id[:], 1)
+}
+
+func TestTransportOneRank(t *testing.T) {
+	fakeHome(t)
+	g := &gatherer{rank: 0, size: 1}
+	tr, err := NewTransport(g, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "NCCL 2.30.7 symmetric window"; !strings.Contains(tr.Name(), want) {
+		t.Errorf("Name() = %q, want it to contain %q", tr.Name(), want)
+	}
+	local, peers, err := tr.Alloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local == 0 || len(peers) != 1 || peers[0] != local {
+		t.Errorf("Alloc: local %#x, peers %#x; want the own base as the only peer", local, peers)
+	}
+	if _, _, err := tr.Alloc(1 << 20); err == nil {
+		t.Error("a second Alloc succeeded")
+	}
+	// The stand-in refuses to destroy a communicator with a window left, so
+	// a clean Close shows the teardown order.
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestTransportPeersFromNCCL(t *testing.T) {
+	root := fakeHome(t)
+	t.Setenv("FAKE_NCCL_LSA_PEERS", "all")
+	tr, err := NewTransport(&gatherer{rank: 1, size: 4, root: root}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	local, peers, err := tr.Alloc(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, p := range peers {
+		want := uint64(1<<40) * uint64(r+1) // the stand-in's address of rank r's window
+		if r == 1 {
+			want = local
+		}
+		if p != want {
+			t.Errorf("peer %d at %#x, want %#x", r, p, want)
+		}
+	}
+}
+
+func TestTransportRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		env     map[string]string
+		g       *gatherer
+		onAlloc bool // the error comes from Alloc, not NewTransport
+		want    string
+		is      error
+	}{
+		{name: "peers reached only through GIN", g: &gatherer{rank: 0, size: 3}, onAlloc: true,
+			want: "NCCL reaches ranks 1,2 only through GIN (not by load/store: outside this rank's NVLink domain), and epbench's kernels reach peers by load/store only"},
+		{name: "no symmetric memory", env: map[string]string{"FAKE_NCCL_NO_SYMMETRIC": "1"}, g: &gatherer{rank: 0, size: 2},
+			onAlloc: true, is: ErrNoSymmetricMemory},
+		{name: "another rank without NCCL", g: &gatherer{rank: 0, size: 3, other: failing(1, 2)},
+			want: "NCCL transport: rank 2 could not load NCCL or make its unique id"},
+		{name: "another rank's allocation failed", g: &gatherer{rank: 1, size: 2, other: failing(2, 0)}, onAlloc: true,
+			want: "NCCL transport: rank 0 could not allocate its symmetric memory"},
+		{name: "another rank without every peer", env: map[string]string{"FAKE_NCCL_LSA_PEERS": "all"},
+			g: &gatherer{rank: 0, size: 2, other: failing(3, 1)}, onAlloc: true,
+			want: "NCCL transport: rank 1 could not address every peer"},
+		{name: "communicator refused", env: map[string]string{"FAKE_NCCL_INIT_RESULT": "5", "FAKE_NCCL_INIT_ERROR": "multiple ranks on one GPU"},
+			g: &gatherer{rank: 0, size: 2}, want: "NCCL communicator of 2 ranks: ncclCommInitRank:"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.g.root = fakeHome(t)
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			tr, err := NewTransport(c.g, false)
+			if c.onAlloc {
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _, err = tr.Alloc(1 << 16)
+				if cerr := tr.Close(); cerr != nil {
+					t.Errorf("Close after the failed Alloc: %v", cerr)
+				}
+			}
+			switch {
+			case err == nil:
+				t.Fatal("no error")
+			case c.is != nil && !errors.Is(err, c.is):
+				t.Errorf("error %v, want %v", err, c.is)
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Errorf("error %q, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+// Without a library every rank still takes part in the exchange, so that
+// the others learn of it instead of waiting in NCCL.
+func TestTransportNoLibrary(t *testing.T) {
+	root := fakeHome(t)
+	t.Setenv(EnvHome, t.TempDir())
+	g := &gatherer{rank: 1, size: 2, root: root}
+	_, err := NewTransport(g, false)
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("error %v, want ErrNotFound", err)
+	}
+	if g.calls != 1 {
+		t.Errorf("%d exchanges, want 1", g.calls)
+	}
+}
+
+func TestTransportSharedGPU(t *testing.T) {
+	fakeHome(t)
+	t.Setenv(MultiRankGPUEnv, "")
+	tr, err := NewTransport(&gatherer{rank: 0, size: 1}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if v := os.Getenv(MultiRankGPUEnv); v != "1" {
+		t.Errorf("%s=%q after a transport on a shared GPU, want 1", MultiRankGPUEnv, v)
+	}
+}
