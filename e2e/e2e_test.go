@@ -142,6 +142,8 @@ func TestUsageErrorsExitTwoOnEveryRank(t *testing.T) {
 		{[]string{"-a", "ht"}, "epbench: error: --algorithm: "},
 		{[]string{"--backend", "cpu", "--cuda-graph"}, "epbench: error: --cuda-graph needs the CUDA backend"},
 		{[]string{"--backend", "cpu", "--ptx-dir", "/tmp"}, "epbench: error: --ptx-dir needs the CUDA backend"},
+		{[]string{"--backend", "cpu", "--transport", "nccl"}, "epbench: error: --transport needs the CUDA backend"},
+		{[]string{"--backend", "cpu", "-n"}, "epbench: error: --disable-nvlink needs the CUDA backend"},
 	}
 	for _, c := range cases {
 		r := mpirun(t, 4, c.args...)
