@@ -1,7 +1,6 @@
 package sidebyside
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -283,10 +282,7 @@ func TestRunMSCCLPP(t *testing.T) {
 	assert.Contains(t, out, "Kernel Dispatch repr             30.12\n")
 	assert.Contains(t, out, "Kernel Combine repr              33.00\n")
 
-	b, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
-	var rf runFile
-	require.NoError(t, json.Unmarshal(b, &rf))
+	rf := readRunFile(t, jsonPath)
 	require.Len(t, rf.Results, 1)
 	assert.Equal(t, "ep_bench_ll.py", rf.Results[0].Format)
 	assert.True(t, rf.Results[0].OK && rf.Results[0].InTable)
@@ -335,10 +331,7 @@ func TestRunFailureAfterSummary(t *testing.T) {
 	assert.Contains(t, out, "  NOTE: nccl-ep* failed after printing its summary (exit code 7)\n")
 	assert.Contains(t, out, "\nHost D+C ratio epbench/nccl-ep* = 1.00x\n")
 
-	b, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
-	var rf runFile
-	require.NoError(t, json.Unmarshal(b, &rf))
+	rf := readRunFile(t, jsonPath)
 	require.Len(t, rf.Results, 2)
 	r := rf.Results[1]
 	assert.False(t, r.OK)

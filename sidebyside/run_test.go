@@ -48,10 +48,7 @@ func TestRunTwoPrograms(t *testing.T) {
 	assert.Contains(t, errOut, "rank 0: NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=/usr/lib/mpi args: -a ll -L em -t 128 -d 7168 -k 8 -e 256 -w 10 -i 50 --dispatch-dtype bf16 --combine-mode rank_local_reduce\n")
 	assert.NotContains(t, errOut, "warning")
 
-	b, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
-	var rf runFile
-	require.NoError(t, json.Unmarshal(b, &rf))
+	rf := readRunFile(t, jsonPath)
 	assert.Equal(t, Schema, rf.Schema)
 	assert.Equal(t, 2, rf.Ranks)
 	assert.Equal(t, 256, rf.Problem.Experts)
@@ -91,10 +88,7 @@ func TestRunFailingProgram(t *testing.T) {
 	assert.Contains(t, out, "Kernel Dispatch avg              32.06\n")
 	assert.NotContains(t, out, "D+C ratio")
 
-	b, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
-	var rf runFile
-	require.NoError(t, json.Unmarshal(b, &rf))
+	rf := readRunFile(t, jsonPath)
 	require.Len(t, rf.Results, 2)
 	assert.True(t, rf.Results[0].OK)
 	assert.False(t, rf.Results[1].OK)
@@ -184,4 +178,14 @@ func TestRunRealEpbench(t *testing.T) {
 	assert.Contains(t, out, "Byte counts: dispatch=")
 	assert.Contains(t, out, "=== Unified EP Low-Latency Summary (host-observed, us) ===\nmetric                         epbench\n")
 	assert.Contains(t, out, "\nHost D+C avg ")
+}
+
+// readRunFile reads and decodes the --json file of a compare --run.
+func readRunFile(t *testing.T, path string) runFile {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var rf runFile
+	require.NoError(t, json.Unmarshal(b, &rf))
+	return rf
 }
