@@ -463,6 +463,17 @@ func (c *Config) CheckCompute(compute Compute) error {
 	return nil
 }
 
+// CheckTransport refuses, on the CUDA backend, what no transport offers:
+// -n/--disable-nvlink (every peer through NCCL's GIN) until kernels that put
+// through GIN exist.
+func (c *Config) CheckTransport() error {
+	if c.DisableNVLink {
+		return &UsageError{Flag: "--disable-nvlink", Why: "every peer through NCCL's GIN needs kernels that put " +
+			"through GIN, and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)"}
+	}
+	return nil
+}
+
 func checkRanks(ranks int, ranksLabel string, experts int, expertsLabel string) error {
 	if ranks < 1 {
 		return usageErr(ranksLabel, fmt.Sprintf("must be at least 1, got %d", ranks))

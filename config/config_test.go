@@ -600,3 +600,13 @@ func TestTransportResolve(t *testing.T) {
 		equal(t, s, c.Transport.String())
 	}
 }
+
+func TestCheckTransport(t *testing.T) {
+	c, err := Parse([]string{"--transport", "nccl"}, nil)
+	noErr(t, err)
+	noErr(t, c.CheckTransport())
+	c, err = Parse([]string{"-n"}, nil)
+	noErr(t, err)
+	errText(t, c.CheckTransport(), "--disable-nvlink: every peer through NCCL's GIN needs kernels that put through GIN, "+
+		"and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)")
+}

@@ -110,9 +110,8 @@ func (Hooks) Platform(w *bench.World, cfg *config.Config) (*bench.Platform, erro
 
 // openTransport opens the transport --transport asks for (collective).
 func openTransport(w *bench.World, cfg *config.Config, sharedGPU bool) (Transport, error) {
-	if cfg.DisableNVLink {
-		return nil, &config.UsageError{Flag: "--disable-nvlink", Why: "every peer through NCCL's GIN needs kernels that put " +
-			"through GIN, and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)"}
+	if err := cfg.CheckTransport(); err != nil {
+		return nil, err
 	}
 	switch cfg.Transport.Resolve(w.Size == w.LocalSize) {
 	case config.TransportNCCL:
