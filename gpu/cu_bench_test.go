@@ -53,35 +53,22 @@ func timed(b *testing.B, setup func() (op func() error, done func(), err error))
 }
 
 // ours: a launch of the LL kernels' argument block, then a stream sync.
-func BenchmarkLaunchSyncOurs(b *testing.B) {
-	timed(b, func() (func() error, func(), error) {
-		m, f, s, params, err := emptyOurs()
-		if err != nil {
-			return nil, nil, err
-		}
-		return func() error {
-				if err := f.Launch(132, 512, 0, s, params, false); err != nil {
-					return err
-				}
-				return s.Sync()
-			}, func() {
-				params.Free()
-				s.Destroy()
-				m.Unload()
-			}, nil
-	})
-}
+func BenchmarkLaunchSyncOurs(b *testing.B) { launchSyncOurs(b, false) }
 
 // ours, cooperative: the launch of a combine that waits for blocks of its
 // own grid.
-func BenchmarkLaunchSyncCooperative(b *testing.B) {
+func BenchmarkLaunchSyncCooperative(b *testing.B) { launchSyncOurs(b, true) }
+
+// launchSyncOurs times our launch of the empty kernel on the LL grid,
+// cooperative or not, then a stream sync.
+func launchSyncOurs(b *testing.B, cooperative bool) {
 	timed(b, func() (func() error, func(), error) {
 		m, f, s, params, err := emptyOurs()
 		if err != nil {
 			return nil, nil, err
 		}
 		return func() error {
-				if err := f.Launch(132, 512, 0, s, params, true); err != nil {
+				if err := f.Launch(132, 512, 0, s, params, cooperative); err != nil {
 					return err
 				}
 				return s.Sync()

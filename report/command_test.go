@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -30,7 +31,7 @@ func TestCompareColumnsStayApart(t *testing.T) {
 			header = l
 		}
 	}
-	if got, want := strings.Fields(header), []string{"metric", "ll_t128_i50", "ll_t128_i200", "ll_t32_i50"}; !equalStrings(got, want) {
+	if got, want := strings.Fields(header), []string{"metric", "ll_t128_i50", "ll_t128_i200", "ll_t32_i50"}; !slices.Equal(got, want) {
 		t.Errorf("header fields %q, want %q\n%s", got, want, out.String())
 	}
 	for _, l := range lines {
@@ -53,18 +54,6 @@ func TestCompareColumnsStayApart(t *testing.T) {
 	}
 }
 
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestLabels(t *testing.T) {
 	for _, tc := range []struct {
 		paths, want []string
@@ -82,7 +71,7 @@ func TestLabels(t *testing.T) {
 		{[]string{"/tmp/nccl-ep", "mscclpp.txt"}, []string{"nccl-ep", "mscclpp"}},
 		{[]string{".hidden", "x/.hidden"}, []string{".hidden", "x/.hidden"}},
 	} {
-		if got := Labels(tc.paths); !equalStrings(got, tc.want) {
+		if got := Labels(tc.paths); !slices.Equal(got, tc.want) {
 			t.Errorf("Labels(%q) = %q, want %q", tc.paths, got, tc.want)
 		}
 	}

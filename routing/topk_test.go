@@ -207,7 +207,7 @@ func TestRankTokens(t *testing.T) {
 			t.Fatalf("%v", c)
 		}
 	}
-	if d := RankTokens(128, 8); !slicesEqual(c, d) {
+	if d := RankTokens(128, 8); !slices.Equal(c, d) {
 		t.Fatalf("not reproducible: %v, %v", c, d)
 	}
 	// The draws are mt19937(0xEB12345)'s, uniform in [0, 128].
@@ -221,23 +221,11 @@ func TestRankTokens(t *testing.T) {
 	}
 	// libstdc++ (GCC 12) draws 73 16 19 1 50 26 89 26 from the same
 	// generator and distribution.
-	if want := []int{128, 16, 19, 1, 50, 26, 89, 0}; !slicesEqual(c, want) {
+	if want := []int{128, 16, 19, 1, 50, 26, 89, 0}; !slices.Equal(c, want) {
 		t.Errorf("%v, want %v", c, want)
 	}
 	idx, err := TopK(0, 256, 8, 1)
 	if err != nil || len(idx) != 0 {
 		t.Fatalf("no tokens: %v, %v", idx, err)
 	}
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -101,15 +101,7 @@ func TestMissingProgramsAreRefusedFirst(t *testing.T) {
 			"--mpirun: mpirun is not in PATH"},
 		{[]string{"--ep-lib", "nccl-ep"}, "--nccl-ep-bench: not given, and ep_bench is not in PATH"},
 	} {
-		_, err := Parse(append(append([]string{}, base...), tc.args...), Env{})
-		if tc.want == "" {
-			assert.NoError(t, err, "%q", tc.args)
-			continue
-		}
-		if assert.Error(t, err, "%q", tc.args) {
-			assert.Equal(t, tc.want, err.Error(), "%q", tc.args)
-			assert.True(t, IsUsage(err), "%q", tc.args)
-		}
+		parseCase(t, base, tc.args, tc.want)
 	}
 
 	// Found in PATH: the path found is launched.
@@ -244,15 +236,7 @@ func TestPassThroughOptions(t *testing.T) {
 		{[]string{"--ep-lib", "epbench", "--epbench-args", "--num-blocks 32"}, ""},
 		{[]string{"--ep-lib", "epbench,mscclpp,mscclpp-cpp", "--combine-mode", "direct_send", "--num-blocks", "64", "--cupti-inproc"}, ""},
 	} {
-		_, err := Parse(append(append([]string{}, base...), tc.args...), Env{})
-		if tc.want == "" {
-			assert.NoError(t, err, "%q", tc.args)
-			continue
-		}
-		if assert.Error(t, err, "%q", tc.args) {
-			assert.Equal(t, tc.want, err.Error(), "%q", tc.args)
-			assert.True(t, IsUsage(err), "%q", tc.args)
-		}
+		parseCase(t, base, tc.args, tc.want)
 	}
 
 	_, cmds := commandsFor(t, "--ep-lib", "epbench", "--nproc-per-node", "2", "--combine-mode", "direct_send", "--num-blocks", "64")
@@ -340,4 +324,19 @@ func TestRunFailureAfterSummary(t *testing.T) {
 	assert.Equal(t, "exit code 7", r.Error)
 	require.NotNil(t, r.Summary)
 	assert.Equal(t, 97.01, r.Summary.Host.Total.LatencyUS.Avg)
+}
+
+// parseCase parses base followed by args: want "" is success, else the
+// usage error's exact text.
+func parseCase(t *testing.T, base, args []string, want string) {
+	t.Helper()
+	_, err := Parse(append(append([]string{}, base...), args...), Env{})
+	if want == "" {
+		assert.NoError(t, err, "%q", args)
+		return
+	}
+	if assert.Error(t, err, "%q", args) {
+		assert.Equal(t, want, err.Error(), "%q", args)
+		assert.True(t, IsUsage(err), "%q: %v is not a usage error", args, err)
+	}
 }
