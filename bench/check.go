@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/epbench/epbench/internal/ranklist"
 	"github.com/epbench/epbench/ll"
 )
 
@@ -29,7 +30,7 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
-	msg := fmt.Sprintf("validation after %d timed iterations failed on %s", e.After, rankList(e.Ranks))
+	msg := fmt.Sprintf("validation after %d timed iterations failed on %s", e.After, ranklist.String(e.Ranks))
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}

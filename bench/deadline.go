@@ -3,9 +3,9 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/epbench/epbench/internal/ranklist"
 	"github.com/epbench/epbench/mpi"
 )
 
@@ -20,7 +20,7 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	msg := fmt.Sprintf("%s: timed out after %d ms waiting for %s", e.Phase, e.After.Milliseconds(), rankList(e.Ranks))
+	msg := fmt.Sprintf("%s: timed out after %d ms waiting for %s", e.Phase, e.After.Milliseconds(), ranklist.String(e.Ranks))
 	if e.Indirect {
 		msg += " (or a rank it waits for)"
 	}
@@ -189,16 +189,4 @@ func (b *Barrier) verdict(phase string) ([]int, error) {
 		return nil, &TimeoutError{Phase: phase, Ranks: missing, After: b.timeout}
 	}
 	return b.failed, nil
-}
-
-// rankList writes ranks as "rank 3" or "ranks 1, 3".
-func rankList(ranks []int) string {
-	who := make([]string, len(ranks))
-	for i, r := range ranks {
-		who[i] = fmt.Sprint(r)
-	}
-	if len(ranks) == 1 {
-		return "rank " + who[0]
-	}
-	return "ranks " + strings.Join(who, ", ")
 }

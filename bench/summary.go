@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/epbench/epbench/internal/ranklist"
 	"github.com/epbench/epbench/mpi"
 	"github.com/epbench/epbench/report"
 	"github.com/epbench/epbench/stats"
@@ -111,7 +112,7 @@ func (r *Run) printHostTrace() error {
 	case len(missing) > 0:
 		if r.Comm.Rank() == 0 {
 			fmt.Fprintf(os.Stderr, "epbench: host trace: %s not set on %s (pass it to every rank: mpirun -x %s); not printed\n",
-				HostTraceEnv, rankList(missing), HostTraceEnv)
+				HostTraceEnv, ranklist.String(missing), HostTraceEnv)
 		}
 		return nil
 	}

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"gorgonia.org/cu"
@@ -10,6 +9,7 @@ import (
 	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/cupti"
+	"github.com/epbench/epbench/internal/ranklist"
 	"github.com/epbench/epbench/kernels"
 	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/nccl"
@@ -190,7 +190,7 @@ func topology(all []rankDevice, b *Backend) []string {
 	for _, d := range all {
 		shared := ""
 		if s := sharers(all, d.Rank); len(s) > 1 {
-			shared = fmt.Sprintf(", shared by ranks %s", intList(s))
+			shared = ", shared by " + ranklist.String(s)
 		}
 		lines = append(lines, fmt.Sprintf("  rank %d: %s, %s, GPU %d %s (%s), %d SMs, %d NVLinks active, driver %s, CUDA %d.%d%s",
 			d.Rank, d.Host, fmt.Sprintf("local rank %d", d.LocalRank), d.GPU.Ordinal, d.GPU.Name, d.GPU.PCIBusID,
@@ -211,14 +211,6 @@ func topology(all []rankDevice, b *Backend) []string {
 	}
 	lines = append(lines, fmt.Sprintf("  transport: %s; kernels: %s, %s; signalling: dispatch %s, combine %s", b.mem.transport.Name(), grid, launch, d, c))
 	return lines
-}
-
-func intList(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ",")
 }
 
 // kernelTimer opens the in-process CUPTI collector (after the CUDA context

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
+
+	"github.com/epbench/epbench/internal/ranklist"
 )
 
 // Gatherer is the collective the transport exchanges its ranks' state and
@@ -29,8 +29,7 @@ type Transport struct {
 	lib   *Lib
 	comm  *Comm
 	local uint64
-	win   Window
-	reg   bool
+	win   Window // the zero Window until registered
 }
 
 // MultiRankGPUEnv is NCCL's switch for several ranks on one GPU, which it
@@ -69,7 +68,7 @@ func NewTransport(g Gatherer, sharedGPU bool) (*Transport, error) {
 		return fail(fmt.Errorf("exchanging the NCCL unique id: %w", gerr))
 	}
 	if bad := failedRanks(all, len(mine)); len(bad) > 0 {
-		return fail(fmt.Errorf("NCCL transport: rank %s could not load NCCL or make its unique id", rankList(bad)))
+		return fail(fmt.Errorf("NCCL transport: %s could not load NCCL or make its unique id", ranklist.String(bad)))
 	}
 	copy(id[:], all[:len(id)])
 	if sharedGPU {
@@ -126,7 +125,7 @@ func (t *Transport) Alloc(size int64) (uint64, []uint64, error) {
 		_ = t.Close()
 		return 0, nil, fmt.Errorf("registering the symmetric window: %w", err)
 	}
-	t.win, t.reg = win, true
+	t.win = win
 	n := t.g.Size()
 	peers := make([]uint64, n)
 	var unreachable []int
@@ -137,8 +136,8 @@ func (t *Transport) Alloc(size int64) (uint64, []uint64, error) {
 		}
 	}
 	if err == nil && len(unreachable) > 0 {
-		err = fmt.Errorf("NCCL reaches ranks %s only through GIN (not by load/store: outside this rank's NVLink domain), "+
-			"and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)", rankList(unreachable))
+		err = fmt.Errorf("NCCL reaches %s only through GIN (not by load/store: outside this rank's NVLink domain), "+
+			"and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)", ranklist.String(unreachable))
 	}
 	if err := t.agree(err, "address every peer"); err != nil {
 		_ = t.Close()
@@ -162,7 +161,7 @@ func (t *Transport) agree(mine error, what string) error {
 		return fmt.Errorf("NCCL transport: exchanging state: %w", gerr)
 	}
 	if bad := failedRanks(all, 1); len(bad) > 0 {
-		return fmt.Errorf("NCCL transport: rank %s could not %s", rankList(bad), what)
+		return fmt.Errorf("NCCL transport: %s could not %s", ranklist.String(bad), what)
 	}
 	return nil
 }
@@ -171,9 +170,9 @@ func (t *Transport) agree(mine error, what string) error {
 // each once; closing again is not an error.
 func (t *Transport) Close() error {
 	var errs []error
-	if t.reg {
+	if t.win != (Window{}) {
 		errs = append(errs, t.comm.DeregisterWindow(t.win))
-		t.reg = false
+		t.win = Window{}
 	}
 	if t.local != 0 {
 		errs = append(errs, t.lib.MemFree(t.local))
@@ -188,13 +187,4 @@ func (t *Transport) Close() error {
 		t.lib = nil
 	}
 	return errors.Join(errs...)
-}
-
-// rankList spells ranks as "1,2,5".
-func rankList(ranks []int) string {
-	s := make([]string, len(ranks))
-	for i, r := range ranks {
-		s[i] = strconv.Itoa(r)
-	}
-	return strings.Join(s, ",")
 }
