@@ -136,8 +136,15 @@ func (t *Transport) Alloc(size int64) (uint64, []uint64, error) {
 		}
 	}
 	if err == nil && len(unreachable) > 0 {
-		err = fmt.Errorf("NCCL reaches %s only through GIN (not by load/store: outside this rank's NVLink domain), "+
-			"and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)", ranklist.String(unreachable))
+		// What GIN NCCL found here, so the user knows whether the system
+		// would carry such a job once kernels put through GIN.
+		gin := "unknown"
+		if p, perr := t.comm.Properties(); perr == nil {
+			gin = p.GIN.String()
+		}
+		err = fmt.Errorf("NCCL reaches %s only through GIN (not by load/store: outside this rank's NVLink domain; "+
+			"GIN here: %s), and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)",
+			ranklist.String(unreachable), gin)
 	}
 	if err := t.agree(err, "address every peer"); err != nil {
 		_ = t.Close()
