@@ -48,7 +48,7 @@ func TestNoLeakNCCLTransport(t *testing.T) {
 		t.Skipf("no usable NCCL: %v", err)
 	}
 	onGPU(t, func(w *bench.World, dev *Device) error {
-		return noLeak(t, w, dev, 20, func() (Transport, error) { return nccl.NewTransport(w.Comm, w.LocalSize > 1) })
+		return noLeak(t, w, dev, 20, func() (Transport, error) { return nccl.NewTransport(w.Comm, w.LocalSize > 1, bench.HostWorkTimeout) })
 	})
 }
 

@@ -115,7 +115,9 @@ func openTransport(w *bench.World, cfg *config.Config, sharedGPU bool) (Transpor
 	}
 	switch cfg.Transport.Resolve(w.Size == w.LocalSize) {
 	case config.TransportNCCL:
-		return nccl.NewTransport(w.Comm, sharedGPU)
+		// NCCL's set-up steps include host work whose length differs
+		// between ranks, bounded like the runner's barriers after host work.
+		return nccl.NewTransport(w.Comm, sharedGPU, max(cfg.Timeout(), bench.HostWorkTimeout))
 	default:
 		return NewIPC(w.Comm, w.Size, w.LocalSize)
 	}

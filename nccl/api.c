@@ -3,7 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The layout NCCL 2.30 reads for version EP_NCCL_PROPS_VERSION (LP64). */
+/* The layouts NCCL 2.30 reads for version EP_NCCL_LAYOUT_VERSION (LP64). */
+_Static_assert(offsetof(ep_nccl_config, blocking) == 16, "blocking offset");
+_Static_assert(offsetof(ep_nccl_config, netName) == 32, "netName offset");
+_Static_assert(offsetof(ep_nccl_config, commName) == 48, "commName offset");
+_Static_assert(offsetof(ep_nccl_config, collnetEnable) == 56, "collnetEnable offset");
+_Static_assert(offsetof(ep_nccl_config, graphStreamOrdering) == 92, "graphStreamOrdering offset");
+_Static_assert(sizeof(ep_nccl_config) == 96, "config size");
 _Static_assert(offsetof(ep_nccl_comm_properties, magic) == 8, "magic offset");
 _Static_assert(offsetof(ep_nccl_comm_properties, rank) == 16, "rank offset");
 _Static_assert(offsetof(ep_nccl_comm_properties, deviceApiSupport) == 32, "deviceApiSupport offset");
@@ -17,7 +23,8 @@ typedef int (*get_version_fn)(int*);
 typedef const char* (*get_error_string_fn)(int);
 typedef const char* (*get_last_error_fn)(void*);
 typedef int (*get_unique_id_fn)(ep_nccl_unique_id*);
-typedef int (*comm_init_rank_fn)(void**, int, ep_nccl_unique_id, int);
+typedef int (*comm_init_rank_config_fn)(void**, int, ep_nccl_unique_id, int, ep_nccl_config*);
+typedef int (*comm_get_async_error_fn)(void*, int*);
 typedef int (*comm_fn)(void*);
 typedef int (*comm_query_properties_fn)(void*, ep_nccl_comm_properties*);
 typedef int (*mem_alloc_fn)(void**, size_t);
@@ -31,7 +38,7 @@ typedef int (*peer_device_pointer_fn)(void*, size_t, int, void**);
 static int finish(const ep_nccl_api* api, void* comm, int rc, char* last, size_t last_len) {
     if (last_len == 0) return rc;
     last[0] = 0;
-    if (rc == EP_NCCL_SUCCESS || api->get_last_error == NULL) return rc;
+    if (rc == EP_NCCL_SUCCESS || rc == EP_NCCL_IN_PROGRESS || api->get_last_error == NULL) return rc;
     const char* msg = ((get_last_error_fn)api->get_last_error)(comm);
     if (msg != NULL) snprintf(last, last_len, "%s", msg);
     return rc;
@@ -54,14 +61,47 @@ int ep_nccl_get_unique_id(const ep_nccl_api* api, char* id, char* last, size_t l
     return finish(api, NULL, rc, last, last_len);
 }
 
-int ep_nccl_comm_init_rank(const ep_nccl_api* api, void** comm, int nranks, const char* id, int rank,
-                           char* last, size_t last_len) {
+int ep_nccl_comm_init_rank_config(const ep_nccl_api* api, void** comm, int nranks, const char* id, int rank,
+                                  unsigned int version, char* last, size_t last_len) {
     ep_nccl_unique_id u;
     memcpy(u.internal, id, sizeof u.internal);
+    /* NCCL copies the config during the call. */
+    ep_nccl_config config = {
+        .size = sizeof config,
+        .magic = EP_NCCL_API_MAGIC,
+        .version = version,
+        .blocking = 0,
+        .cgaClusterSize = EP_NCCL_CONFIG_UNDEF_INT,
+        .minCTAs = EP_NCCL_CONFIG_UNDEF_INT,
+        .maxCTAs = EP_NCCL_CONFIG_UNDEF_INT,
+        .netName = NULL,
+        .splitShare = EP_NCCL_CONFIG_UNDEF_INT,
+        .trafficClass = EP_NCCL_CONFIG_UNDEF_INT,
+        .commName = NULL,
+        .collnetEnable = EP_NCCL_CONFIG_UNDEF_INT,
+        .CTAPolicy = EP_NCCL_CONFIG_UNDEF_INT,
+        .shrinkShare = EP_NCCL_CONFIG_UNDEF_INT,
+        .nvlsCTAs = EP_NCCL_CONFIG_UNDEF_INT,
+        .nChannelsPerNetPeer = EP_NCCL_CONFIG_UNDEF_INT,
+        .nvlinkCentricSched = EP_NCCL_CONFIG_UNDEF_INT,
+        .graphUsageMode = EP_NCCL_CONFIG_UNDEF_INT,
+        .numRmaCtx = EP_NCCL_CONFIG_UNDEF_INT,
+        .maxP2pPeers = EP_NCCL_CONFIG_UNDEF_INT,
+        .graphStreamOrdering = EP_NCCL_CONFIG_UNDEF_INT,
+    };
     *comm = NULL;
-    int rc = ((comm_init_rank_fn)api->comm_init_rank)(comm, nranks, u, rank);
-    /* A failed init leaves no communicator; its error is the thread's. */
+    int rc = ((comm_init_rank_config_fn)api->comm_init_rank_config)(comm, nranks, u, rank, &config);
+    /* The error of an init that failed at once is the thread's. */
     return finish(api, NULL, rc, last, last_len);
+}
+
+int ep_nccl_comm_get_async_error(const ep_nccl_api* api, void* comm, int* state, char* last, size_t last_len) {
+    *state = EP_NCCL_IN_PROGRESS;
+    int rc = ((comm_get_async_error_fn)api->comm_get_async_error)(comm, state);
+    if (rc != EP_NCCL_SUCCESS) return finish(api, comm, rc, last, last_len);
+    /* The text of the operation's failure, if it failed. */
+    (void)finish(api, comm, *state, last, last_len);
+    return rc;
 }
 
 int ep_nccl_comm_finalize(const ep_nccl_api* api, void* comm, char* last, size_t last_len) {
@@ -71,6 +111,11 @@ int ep_nccl_comm_finalize(const ep_nccl_api* api, void* comm, char* last, size_t
 int ep_nccl_comm_destroy(const ep_nccl_api* api, void* comm, char* last, size_t last_len) {
     int rc = ((comm_fn)api->comm_destroy)(comm);
     /* After a destroy the handle may be gone: ask for the thread's error. */
+    return finish(api, NULL, rc, last, last_len);
+}
+
+int ep_nccl_comm_abort(const ep_nccl_api* api, void* comm, char* last, size_t last_len) {
+    int rc = ((comm_fn)api->comm_abort)(comm);
     return finish(api, NULL, rc, last, last_len);
 }
 
@@ -84,7 +129,7 @@ int ep_nccl_comm_query_properties(const ep_nccl_api* api, void* comm, unsigned i
     } buf;
     memset(&buf, 0, sizeof buf);
     buf.props.size = sizeof(ep_nccl_comm_properties);
-    buf.props.magic = EP_NCCL_PROPS_MAGIC;
+    buf.props.magic = EP_NCCL_API_MAGIC;
     buf.props.version = version;
     int rc = ((comm_query_properties_fn)api->comm_query_properties)(comm, &buf.props);
     if (rc == EP_NCCL_SUCCESS) *out = buf.props;

@@ -11,6 +11,7 @@
 #ifndef EPBENCH_NCCL_API_H
 #define EPBENCH_NCCL_API_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,11 +29,42 @@ typedef struct {
 /* winFlags of ncclCommWindowRegister: a collective symmetric window. */
 #define EP_NCCL_WIN_COLL_SYMMETRIC 0x01
 
-/* The versioned in/out struct of ncclCommQueryProperties. The caller fills
- * size, magic and version (the NCCL version code the layout was written
- * for); the library fills the rest for that version. */
-#define EP_NCCL_PROPS_MAGIC 0xcafebeefu
-#define EP_NCCL_PROPS_VERSION 23007
+/* NCCL's versioned structs (ncclConfig_t, ncclCommProperties_t) start with
+ * size, magic and version: the NCCL version code their layout was written
+ * for. Both layouts here are those of 2.30.7; a library reads them as that
+ * version, or refuses a version newer than itself. */
+#define EP_NCCL_API_MAGIC 0xcafebeefu
+#define EP_NCCL_LAYOUT_VERSION 23007
+
+/* ncclConfig_t, the configuration of ncclCommInitRankConfig. A field left
+ * "undefined" takes NCCL's default (or its NCCL_* environment variable). */
+#define EP_NCCL_CONFIG_UNDEF_INT INT_MIN
+typedef struct {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    int blocking;
+    int cgaClusterSize;
+    int minCTAs;
+    int maxCTAs;
+    const char* netName;
+    int splitShare;
+    int trafficClass;
+    const char* commName;
+    int collnetEnable;
+    int CTAPolicy;
+    int shrinkShare;
+    int nvlsCTAs;
+    int nChannelsPerNetPeer;
+    int nvlinkCentricSched;
+    int graphUsageMode;
+    int numRmaCtx;
+    int maxP2pPeers;
+    int graphStreamOrdering;
+} ep_nccl_config;
+
+/* The in/out struct of ncclCommQueryProperties: the caller fills size,
+ * magic and version, the library the rest for that version. */
 typedef struct {
     size_t size;
     unsigned int magic;
@@ -53,9 +85,11 @@ typedef struct {
 typedef struct {
     void* get_version;            /* ncclGetVersion */
     void* get_unique_id;          /* ncclGetUniqueId */
-    void* comm_init_rank;         /* ncclCommInitRank */
+    void* comm_init_rank_config;  /* ncclCommInitRankConfig */
+    void* comm_get_async_error;   /* ncclCommGetAsyncError */
     void* comm_finalize;          /* ncclCommFinalize */
     void* comm_destroy;           /* ncclCommDestroy */
+    void* comm_abort;             /* ncclCommAbort */
     void* mem_alloc;              /* ncclMemAlloc */
     void* mem_free;               /* ncclMemFree */
     void* window_register;        /* ncclCommWindowRegister */
@@ -74,17 +108,29 @@ int ep_nccl_get_version(void* fn, int* version);
 const char* ep_nccl_error_string(const ep_nccl_api* api, int code);
 
 int ep_nccl_get_unique_id(const ep_nccl_api* api, char* id, char* last, size_t last_len);
-int ep_nccl_comm_init_rank(const ep_nccl_api* api, void** comm, int nranks, const char* id, int rank,
-                           char* last, size_t last_len);
+/* A non-blocking communicator (config.blocking = 0): the call returns
+ * EP_NCCL_IN_PROGRESS while NCCL sets it up on a thread of its own, and the
+ * caller polls ep_nccl_comm_get_async_error. version is the config layout's
+ * version passed to the library, see EP_NCCL_LAYOUT_VERSION. */
+int ep_nccl_comm_init_rank_config(const ep_nccl_api* api, void** comm, int nranks, const char* id, int rank,
+                                  unsigned int version, char* last, size_t last_len);
+/* state receives the result of the communicator's last operation, or
+ * EP_NCCL_IN_PROGRESS; when it is a failure, its text goes to last. */
+int ep_nccl_comm_get_async_error(const ep_nccl_api* api, void* comm, int* state, char* last, size_t last_len);
 int ep_nccl_comm_finalize(const ep_nccl_api* api, void* comm, char* last, size_t last_len);
 int ep_nccl_comm_destroy(const ep_nccl_api* api, void* comm, char* last, size_t last_len);
-/* version is the layout version passed to the library, see EP_NCCL_PROPS_VERSION. */
+int ep_nccl_comm_abort(const ep_nccl_api* api, void* comm, char* last, size_t last_len);
+/* version is the layout version passed to the library, see EP_NCCL_LAYOUT_VERSION. */
 int ep_nccl_comm_query_properties(const ep_nccl_api* api, void* comm, unsigned int version,
                                   ep_nccl_comm_properties* out, char* last, size_t last_len);
 
 /* Device addresses travel as uint64_t so Go never holds them as pointers. */
 int ep_nccl_mem_alloc(const ep_nccl_api* api, uint64_t* ptr, size_t size, char* last, size_t last_len);
 int ep_nccl_mem_free(const ep_nccl_api* api, uint64_t ptr, char* last, size_t last_len);
+/* On a non-blocking communicator NCCL registers on a thread of its own and
+ * writes *win when done, after this call returns: win must be C memory that
+ * outlives the registration (until ep_nccl_comm_get_async_error says it is
+ * no longer in progress, or ep_nccl_comm_abort returned). */
 int ep_nccl_window_register(const ep_nccl_api* api, void* comm, uint64_t buff, size_t size, int flags,
                             void** win, char* last, size_t last_len);
 int ep_nccl_window_deregister(const ep_nccl_api* api, void* comm, void* win, char* last, size_t last_len);

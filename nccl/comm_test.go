@@ -3,11 +3,16 @@ package nccl
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const windowBytes = 1 << 20
+
+// testTimeout bounds the NCCL steps of tests in which none stalls.
+const testTimeout = time.Minute
 
 // fakePeerBase is where the stand-in puts reachable peers' buffers.
 const fakePeerBase = 1 << 40
@@ -28,7 +33,7 @@ func TestCommWindowLifecycle(t *testing.T) {
 		t.Fatalf("GetUniqueID = %q...; want the stand-in's id", id[:16])
 	}
 	const nranks, rank = 4, 2
-	c, err := l.CommInitRank(nranks, id, rank)
+	c, err := l.CommInitRank(nranks, id, rank, testTimeout)
 	if err != nil {
 		t.Fatalf("CommInitRank: %v", err)
 	}
@@ -120,7 +125,7 @@ func initComm(t *testing.T, l *Lib, nranks, rank int) *Comm {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := l.CommInitRank(nranks, id, rank)
+	c, err := l.CommInitRank(nranks, id, rank, testTimeout)
 	if err != nil {
 		t.Fatalf("CommInitRank: %v", err)
 	}
@@ -168,37 +173,64 @@ func TestCallErrors(t *testing.T) {
 			env:  map[string]string{"FAKE_NCCL_INIT_RESULT": "2", "FAKE_NCCL_INIT_ERROR": "bootstrap: connection to rank 0 refused"},
 			call: func(t *testing.T, l *Lib) error {
 				id, _ := l.GetUniqueID()
-				_, err := l.CommInitRank(2, id, 0)
+				_, err := l.CommInitRank(2, id, 0, testTimeout)
 				return err
 			},
-			want: Error{"ncclCommInitRank", 2, "fake: system error (bootstrap: connection to rank 0 refused)"},
+			want: Error{"ncclCommInitRankConfig", 2, "fake: system error (bootstrap: connection to rank 0 refused)"},
 		},
 		{
 			name: "init fails without a last error",
 			env:  map[string]string{"FAKE_NCCL_INIT_RESULT": "6"},
 			call: func(t *testing.T, l *Lib) error {
 				id, _ := l.GetUniqueID()
-				_, err := l.CommInitRank(2, id, 0)
+				_, err := l.CommInitRank(2, id, 0, testTimeout)
 				return err
 			},
-			want: Error{"ncclCommInitRank", 6, "fake: remote error"},
+			want: Error{"ncclCommInitRankConfig", 6, "fake: remote error"},
+		},
+		{
+			name: "init fails while in progress",
+			env: map[string]string{"FAKE_NCCL_INIT_POLLS": "2", "FAKE_NCCL_INIT_ASYNC": "6",
+				"FAKE_NCCL_INIT_ERROR": "bootstrap: rank 1 closed the connection"},
+			call: func(t *testing.T, l *Lib) error {
+				id, _ := l.GetUniqueID()
+				_, err := l.CommInitRank(2, id, 0, testTimeout)
+				return err
+			},
+			want: Error{"ncclCommInitRankConfig", 6, "fake: remote error (bootstrap: rank 1 closed the connection)"},
+		},
+		{
+			name: "registration fails while in progress",
+			env: map[string]string{"FAKE_NCCL_REGISTER_POLLS": "1", "FAKE_NCCL_REGISTER_ASYNC": "2",
+				"FAKE_NCCL_REGISTER_ERROR": "proxy: connection to rank 1 lost"},
+			call: func(t *testing.T, l *Lib) error {
+				c := initComm(t, l, 2, 0)
+				buf, err := l.MemAlloc(windowBytes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.MemFree(buf)
+				_, err = c.RegisterWindow(buf, windowBytes)
+				return err
+			},
+			want: Error{"ncclCommWindowRegister", 2, "fake: system error (proxy: connection to rank 1 lost)"},
 		},
 		{
 			name: "rank out of range",
 			call: func(t *testing.T, l *Lib) error {
 				id, _ := l.GetUniqueID()
-				_, err := l.CommInitRank(2, id, 5)
+				_, err := l.CommInitRank(2, id, 5, testTimeout)
 				return err
 			},
-			want: Error{"ncclCommInitRank", 4, "fake: invalid argument (fake: rank 5 of 2 ranks)"},
+			want: Error{"ncclCommInitRankConfig", 4, "fake: invalid argument (fake: rank 5 of 2 ranks)"},
 		},
 		{
 			name: "unique id not made by the library",
 			call: func(t *testing.T, l *Lib) error {
-				_, err := l.CommInitRank(2, UniqueID{}, 0)
+				_, err := l.CommInitRank(2, UniqueID{}, 0, testTimeout)
 				return err
 			},
-			want: Error{"ncclCommInitRank", 4, "fake: invalid argument (fake: unique id not from ncclGetUniqueId)"},
+			want: Error{"ncclCommInitRankConfig", 4, "fake: invalid argument (fake: unique id not from ncclGetUniqueId)"},
 		},
 		{
 			name: "window base not aligned",
@@ -309,5 +341,148 @@ func TestNoSymmetricMemory(t *testing.T) {
 	w, err := c.RegisterWindow(buf, windowBytes)
 	if !errors.Is(err, ErrNoSymmetricMemory) || w != (Window{}) {
 		t.Fatalf("RegisterWindow without symmetric memory: %v, %v; want ErrNoSymmetricMemory and no window", w, err)
+	}
+}
+
+// Steps that complete only after some polls are waited for, with or without
+// a bound: the stand-in refuses a communicator used before its step
+// completed, and writes the window only when the registration completes.
+func TestStepsInProgress(t *testing.T) {
+	for _, timeout := range []time.Duration{testTimeout, 0} {
+		t.Run(fmt.Sprint(timeout), func(t *testing.T) {
+			l := loadFake(t)
+			calls := callLog(t)
+			t.Setenv("FAKE_NCCL_INIT_POLLS", "3")
+			t.Setenv("FAKE_NCCL_REGISTER_POLLS", "2")
+			t.Setenv("FAKE_NCCL_FINALIZE_POLLS", "2")
+			id, err := l.GetUniqueID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := l.CommInitRank(2, id, 1, timeout)
+			if err != nil {
+				t.Fatalf("CommInitRank: %v", err)
+			}
+			buf, err := l.MemAlloc(windowBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := c.RegisterWindow(buf, windowBytes)
+			if err != nil {
+				t.Fatalf("RegisterWindow: %v", err)
+			}
+			if p, err := l.PeerPointer(w, 0, 1); err != nil || p != buf {
+				t.Fatalf("PeerPointer of the own rank = %#x, %v; want %#x", p, err, buf)
+			}
+			if err := c.DeregisterWindow(w); err != nil {
+				t.Fatalf("DeregisterWindow: %v", err)
+			}
+			if err := l.MemFree(buf); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Destroy(); err != nil {
+				t.Fatalf("Destroy: %v", err)
+			}
+			want := []string{"ncclCommInitRankConfig", "ncclMemAlloc", "ncclCommWindowRegister", "ncclCommWindowDeregister",
+				"ncclMemFree", "ncclCommFinalize", "ncclCommDestroy"}
+			if got := calls(); !slices.Equal(got, want) {
+				t.Fatalf("calls %v; want %v", got, want)
+			}
+		})
+	}
+}
+
+// A step that another rank never joins is given up after the timeout and
+// the communicator aborted, so that no rank waits in NCCL forever.
+func TestStalledStepsTimeOut(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	for _, tc := range []struct {
+		step, call string // the stand-in's name of the step that stalls, and the NCCL call that started it
+		// run makes the step stall; it runs on a goroutine of its own.
+		run  func(t *testing.T, l *Lib, id UniqueID) error
+		want []string // the calls logged
+	}{
+		{
+			step: "INIT", call: "ncclCommInitRankConfig",
+			run: func(t *testing.T, l *Lib, id UniqueID) error {
+				_, err := l.CommInitRank(2, id, 0, timeout)
+				return err
+			},
+			want: []string{"ncclCommInitRankConfig", "ncclCommAbort"},
+		},
+		{
+			step: "REGISTER", call: "ncclCommWindowRegister",
+			run: func(t *testing.T, l *Lib, id UniqueID) error {
+				c, err := l.CommInitRank(2, id, 0, timeout)
+				if err != nil {
+					return err
+				}
+				buf, err := l.MemAlloc(windowBytes)
+				if err != nil {
+					return err
+				}
+				_, err = c.RegisterWindow(buf, windowBytes)
+				if derr := c.Destroy(); derr != nil {
+					t.Errorf("Destroy after the abort: %v", derr)
+				}
+				if ferr := l.MemFree(buf); ferr != nil {
+					t.Error(ferr)
+				}
+				return err
+			},
+			want: []string{"ncclCommInitRankConfig", "ncclMemAlloc", "ncclCommWindowRegister", "ncclCommAbort", "ncclMemFree"},
+		},
+		{
+			step: "FINALIZE", call: "ncclCommFinalize",
+			run: func(t *testing.T, l *Lib, id UniqueID) error {
+				c, err := l.CommInitRank(2, id, 0, timeout)
+				if err != nil {
+					return err
+				}
+				return c.Destroy()
+			},
+			want: []string{"ncclCommInitRankConfig", "ncclCommFinalize", "ncclCommAbort"},
+		},
+	} {
+		t.Run(tc.step, func(t *testing.T) {
+			l := loadFake(t)
+			calls := callLog(t)
+			t.Setenv("FAKE_NCCL_"+tc.step+"_POLLS", "forever")
+			id, err := l.GetUniqueID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			err = bounded(t, func() error { return tc.run(t, l, id) })
+			if took := time.Since(start); took < timeout {
+				t.Errorf("gave up after %v, before the %v timeout", took, timeout)
+			}
+			var te *TimeoutError
+			if !errors.As(err, &te) || *te != (TimeoutError{Call: tc.call, After: timeout}) {
+				t.Fatalf("error %v; want a *TimeoutError of %s after %v", err, tc.call, timeout)
+			}
+			want := tc.call + " did not complete within 100 ms (another rank probably failed or stalled in it); communicator aborted"
+			if err.Error() != want || !te.PeerTimeout() {
+				t.Errorf("error %q (PeerTimeout %v); want %q, a PeerTimeout", err, te.PeerTimeout(), want)
+			}
+			if got := calls(); !slices.Equal(got, tc.want) {
+				t.Errorf("calls %v; want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// bounded runs f on a goroutine and fails the test if it has not returned
+// within a few seconds: a wait in NCCL that nothing bounds.
+func bounded(t *testing.T, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting after 5 s: the NCCL step is not bounded")
+		return nil
 	}
 }

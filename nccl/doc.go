@@ -29,7 +29,7 @@
 //	lib, err := nccl.Load()
 //	defer lib.Close()                         // after every Comm.Destroy
 //	id := ...                                 // rank 0: lib.GetUniqueID(), sent over MPI
-//	comm, err := lib.CommInitRank(nranks, id, rank)
+//	comm, err := lib.CommInitRank(nranks, id, rank, timeout)
 //	defer comm.Destroy()
 //	buf, err := lib.MemAlloc(size)
 //	win, err := comm.RegisterWindow(buf, size)
@@ -39,4 +39,16 @@
 //
 // A library once accepted stays mapped for the life of the process; Close
 // only releases the handle.
+//
+// # Timeouts
+//
+// NCCL waits without bound for the other ranks in its collective steps:
+// creating the communicator, registering a window, finalizing. So the
+// communicator is created non-blocking (ncclCommInitRankConfig with
+// blocking = 0): NCCL runs those steps on a thread of its own, and this
+// package polls ncclCommGetAsyncError for each until the timeout given to
+// CommInitRank has passed. A step that fails, or does not complete in time
+// (a *TimeoutError: most likely another rank failed or stalled in it),
+// aborts the communicator with ncclCommAbort, which does not wait for
+// other ranks.
 package nccl

@@ -3,6 +3,7 @@ package nccl
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinels; test them with errors.Is.
@@ -34,7 +35,7 @@ const buildHint = "scripts/nccl.sh builds one from an NCCL source tree"
 
 // Error is a failed NCCL call.
 type Error struct {
-	Call string // the NCCL function, e.g. "ncclCommInitRank"
+	Call string // the NCCL function, e.g. "ncclCommInitRankConfig"
 	Code int    // its ncclResult_t
 	// Msg is ncclGetErrorString of Code followed, in parentheses, by
 	// ncclGetLastError's text when the library had any.
@@ -44,6 +45,23 @@ type Error struct {
 func (e *Error) Error() string {
 	return e.Call + ": " + e.Msg
 }
+
+// TimeoutError: a collective step of a non-blocking communicator did not
+// complete within the communicator's timeout, and the communicator was
+// aborted. NCCL itself waits without bound for the other ranks of such a
+// step, so most likely another rank failed or stalled in it.
+type TimeoutError struct {
+	Call  string        // the NCCL function that started the step, e.g. "ncclCommInitRankConfig"
+	After time.Duration // the bound that passed
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s did not complete within %d ms (another rank probably failed or stalled in it); communicator aborted",
+		e.Call, e.After.Milliseconds())
+}
+
+// PeerTimeout marks the error as a peer that did not arrive (exit code 4).
+func (e *TimeoutError) PeerTimeout() bool { return true }
 
 // VersionError: the library found is older than MinVersion.
 type VersionError struct {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -20,6 +21,9 @@ var fakeFlags = map[string][]string{fakeFull: nil, fakeOld: {"-DFAKE_NCCL_NO_PEE
 var fakeEnv = []string{
 	"FAKE_NCCL_VERSION", "FAKE_NCCL_INIT_RESULT", "FAKE_NCCL_INIT_ERROR", "FAKE_NCCL_LSA_PEERS", "FAKE_NCCL_NO_SYMMETRIC",
 	"FAKE_NCCL_GIN", "FAKE_NCCL_RAILED_GIN", "FAKE_NCCL_LSA_TEAMS", "FAKE_NCCL_MULTIMEM", "FAKE_NCCL_HOST_RMA",
+	"FAKE_NCCL_INIT_POLLS", "FAKE_NCCL_INIT_ASYNC", "FAKE_NCCL_REGISTER_POLLS", "FAKE_NCCL_REGISTER_ASYNC",
+	"FAKE_NCCL_REGISTER_ERROR", "FAKE_NCCL_FINALIZE_POLLS", "FAKE_NCCL_FINALIZE_ASYNC", "FAKE_NCCL_FINALIZE_ERROR",
+	"FAKE_NCCL_LOG",
 }
 
 // The variants are compiled once per test binary; each test loads its own
@@ -117,4 +121,23 @@ func loadFake(t *testing.T) *Lib {
 		}
 	})
 	return l
+}
+
+// callLog has the stand-in log its calls to a fresh file and returns what it
+// logged so far: the NCCL functions that created or released a
+// communicator, window or buffer, in order.
+func callLog(t *testing.T) func() []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "calls")
+	t.Setenv("FAKE_NCCL_LOG", path)
+	return func() []string {
+		b, err := os.ReadFile(path)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Fields(string(b))
+	}
 }

@@ -35,7 +35,7 @@ type Lib struct {
 	code   int         // the raw ncclGetVersion code
 	handle *dl.Library // nil once closed
 	api    C.ep_nccl_api
-	comms  int // communicators made and not yet destroyed
+	comms  int // communicators made and not yet destroyed or aborted
 }
 
 // Load finds libnccl and loads it with LoadFrom. When NCCL_HOME is set, it
@@ -134,9 +134,11 @@ func (l *Lib) bind() error {
 		dst  *unsafe.Pointer
 	}{
 		{"ncclGetUniqueId", &l.api.get_unique_id},
-		{"ncclCommInitRank", &l.api.comm_init_rank},
+		{"ncclCommInitRankConfig", &l.api.comm_init_rank_config},
+		{"ncclCommGetAsyncError", &l.api.comm_get_async_error},
 		{"ncclCommFinalize", &l.api.comm_finalize},
 		{"ncclCommDestroy", &l.api.comm_destroy},
+		{"ncclCommAbort", &l.api.comm_abort},
 		{"ncclMemAlloc", &l.api.mem_alloc},
 		{"ncclMemFree", &l.api.mem_free},
 		{"ncclCommWindowRegister", &l.api.window_register},
@@ -174,6 +176,16 @@ func (l *Lib) Close() error {
 		return fmt.Errorf("nccl: closing %s: %w", l.Path, err)
 	}
 	return nil
+}
+
+// layoutVersion is the version NCCL's versioned structs are passed in: the
+// 2.30.7 layout declared in api.h, or the library's own version when that
+// is older (NCCL refuses a layout newer than itself).
+func (l *Lib) layoutVersion() C.uint {
+	if l.code < C.EP_NCCL_LAYOUT_VERSION {
+		return C.uint(l.code)
+	}
+	return C.EP_NCCL_LAYOUT_VERSION
 }
 
 func (l *Lib) open() error {

@@ -231,7 +231,7 @@ func TestCloseRefusesOpenComms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := l.CommInitRank(1, id, 0)
+	c, err := l.CommInitRank(1, id, 0, testTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestCloseRefusesOpenComms(t *testing.T) {
 	}
 	calls := map[string]func() error{
 		"GetUniqueID":  func() error { _, err := l.GetUniqueID(); return err },
-		"CommInitRank": func() error { _, err := l.CommInitRank(1, id, 0); return err },
+		"CommInitRank": func() error { _, err := l.CommInitRank(1, id, 0, testTimeout); return err },
 		"MemAlloc":     func() error { _, err := l.MemAlloc(4096); return err },
 		"MemFree":      func() error { return l.MemFree(0) },
 		"PeerPointer":  func() error { _, err := l.PeerPointer(Window{}, 0, 0); return err },

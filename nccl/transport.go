@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/epbench/epbench/internal/ranklist"
 )
@@ -39,9 +40,12 @@ const MultiRankGPUEnv = "NCCL_MULTI_RANK_GPU_ENABLE"
 
 // NewTransport loads libnccl on every rank, broadcasts rank 0's unique id and
 // creates the communicator (collective: every rank learns of any rank's
-// failure, so none waits in NCCL for a rank that gave up). sharedGPU says
-// this rank's GPU runs other ranks too.
-func NewTransport(g Gatherer, sharedGPU bool) (*Transport, error) {
+// failure to get that far, so none waits in NCCL for a rank that gave up).
+// sharedGPU says this rank's GPU runs other ranks too. timeout bounds each of
+// NCCL's collective steps, here and in Alloc and Close (0: no bound): a rank
+// that fails or stalls inside NCCL leaves the others with a *TimeoutError
+// rather than waiting forever.
+func NewTransport(g Gatherer, sharedGPU bool, timeout time.Duration) (*Transport, error) {
 	lib, err := Load()
 	var id UniqueID
 	if err == nil && g.Rank() == 0 {
@@ -77,7 +81,7 @@ func NewTransport(g Gatherer, sharedGPU bool) (*Transport, error) {
 			return fail(err)
 		}
 	}
-	comm, err := lib.CommInitRank(g.Size(), id, g.Rank())
+	comm, err := lib.CommInitRank(g.Size(), id, g.Rank(), timeout)
 	if err != nil {
 		return fail(fmt.Errorf("NCCL communicator of %d ranks: %w", g.Size(), err))
 	}
@@ -104,7 +108,7 @@ func (t *Transport) Name() string { return t.name }
 // rank's base and every rank's base as mapped here. Every step that NCCL
 // makes collective is preceded by an exchange of the ranks' state, so that
 // a rank's failure is reported by all instead of leaving the others waiting
-// in NCCL.
+// in NCCL; a failure inside the step is bounded by the timeout.
 func (t *Transport) Alloc(size int64) (uint64, []uint64, error) {
 	if t.local != 0 {
 		return 0, nil, errors.New("NCCL transport: already allocated")
@@ -174,7 +178,9 @@ func (t *Transport) agree(mine error, what string) error {
 }
 
 // Close releases the window, the memory, the communicator and the library,
-// each once; closing again is not an error.
+// each once; closing again is not an error. A communicator that a failed or
+// timed-out step aborted is gone already, and one whose finalize fails or
+// times out is aborted, so Close does not hang in NCCL either.
 func (t *Transport) Close() error {
 	var errs []error
 	if t.win != (Window{}) {

@@ -3,8 +3,10 @@ package nccl
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gatherer stands in for MPI: this process is rank `rank` of `size`, and
@@ -67,7 +69,7 @@ func fakeHome(t *testing.T) []byte {
 func TestTransportOneRank(t *testing.T) {
 	fakeHome(t)
 	g := &gatherer{rank: 0, size: 1}
-	tr, err := NewTransport(g, false)
+	tr, err := NewTransport(g, false, testTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestTransportOneRank(t *testing.T) {
 func TestTransportPeersFromNCCL(t *testing.T) {
 	root := fakeHome(t)
 	t.Setenv("FAKE_NCCL_LSA_PEERS", "all")
-	tr, err := NewTransport(&gatherer{rank: 1, size: 4, root: root}, false)
+	tr, err := NewTransport(&gatherer{rank: 1, size: 4, root: root}, false, testTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,14 +142,14 @@ func TestTransportRefusals(t *testing.T) {
 			g: &gatherer{rank: 0, size: 2, other: failing(3, 1)}, onAlloc: true,
 			want: "NCCL transport: rank 1 could not address every peer"},
 		{name: "communicator refused", env: map[string]string{"FAKE_NCCL_INIT_RESULT": "5", "FAKE_NCCL_INIT_ERROR": "multiple ranks on one GPU"},
-			g: &gatherer{rank: 0, size: 2}, want: "NCCL communicator of 2 ranks: ncclCommInitRank:"},
+			g: &gatherer{rank: 0, size: 2}, want: "NCCL communicator of 2 ranks: ncclCommInitRankConfig:"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.g.root = fakeHome(t)
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
-			tr, err := NewTransport(c.g, false)
+			tr, err := NewTransport(c.g, false, testTimeout)
 			if c.onAlloc {
 				if err != nil {
 					t.Fatal(err)
@@ -175,7 +177,7 @@ func TestTransportNoLibrary(t *testing.T) {
 	root := fakeHome(t)
 	t.Setenv(EnvHome, t.TempDir())
 	g := &gatherer{rank: 1, size: 2, root: root}
-	_, err := NewTransport(g, false)
+	_, err := NewTransport(g, false, testTimeout)
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("error %v, want ErrNotFound", err)
 	}
@@ -187,12 +189,56 @@ func TestTransportNoLibrary(t *testing.T) {
 func TestTransportSharedGPU(t *testing.T) {
 	fakeHome(t)
 	t.Setenv(MultiRankGPUEnv, "")
-	tr, err := NewTransport(&gatherer{rank: 0, size: 1}, true)
+	tr, err := NewTransport(&gatherer{rank: 0, size: 1}, true, testTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
 	if v := os.Getenv(MultiRankGPUEnv); v != "1" {
 		t.Errorf("%s=%q after a transport on a shared GPU, want 1", MultiRankGPUEnv, v)
+	}
+}
+
+// A rank that fails or stalls inside one of NCCL's collective steps leaves
+// the others with a timeout, not waiting in NCCL forever; the transport
+// aborts the communicator and frees its memory.
+func TestTransportStalledSteps(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	for _, c := range []struct {
+		name, step string
+		onAlloc    bool // the step belongs to Alloc, not NewTransport
+		want       string
+		calls      []string
+	}{
+		{name: "communicator", step: "INIT",
+			want:  "NCCL communicator of 2 ranks: ncclCommInitRankConfig did not complete within 100 ms",
+			calls: []string{"ncclCommInitRankConfig", "ncclCommAbort"}},
+		{name: "window", step: "REGISTER", onAlloc: true,
+			want:  "registering the symmetric window: ncclCommWindowRegister did not complete within 100 ms",
+			calls: []string{"ncclCommInitRankConfig", "ncclMemAlloc", "ncclCommWindowRegister", "ncclCommAbort", "ncclMemFree"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := fakeHome(t)
+			calls := callLog(t)
+			t.Setenv("FAKE_NCCL_"+c.step+"_POLLS", "forever")
+			err := bounded(t, func() error {
+				tr, err := NewTransport(&gatherer{rank: 1, size: 2, root: root}, false, timeout)
+				if err != nil || !c.onAlloc {
+					return err
+				}
+				_, _, err = tr.Alloc(1 << 16)
+				if cerr := tr.Close(); cerr != nil {
+					t.Errorf("Close after the failed Alloc: %v", cerr)
+				}
+				return err
+			})
+			var te *TimeoutError
+			if !errors.As(err, &te) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v; want a *TimeoutError, %q", err, c.want)
+			}
+			if got := calls(); !slices.Equal(got, c.calls) {
+				t.Errorf("calls %v; want %v", got, c.calls)
+			}
+		})
 	}
 }

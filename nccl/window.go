@@ -1,10 +1,12 @@
 package nccl
 
+// #include <stdlib.h>
 // #include "api.h"
 import "C"
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 )
 
@@ -45,7 +47,9 @@ type Window struct {
 // RegisterWindow is ncclCommWindowRegister of size bytes at device address
 // ptr as a collective symmetric window: every rank of the communicator
 // registers its own buffer of the same size, and NCCL wants the base aligned
-// to 4096 bytes (MemAlloc's are).
+// to 4096 bytes (MemAlloc's are). The registration is waited for like the
+// communicator's creation: one that fails after NCCL accepted it, or does
+// not complete within the communicator's timeout, aborts the communicator.
 func (c *Comm) RegisterWindow(ptr uint64, size int64) (Window, error) {
 	if err := c.open(); err != nil {
 		return Window{}, err
@@ -53,22 +57,37 @@ func (c *Comm) RegisterWindow(ptr uint64, size int64) (Window, error) {
 	if size <= 0 {
 		return Window{}, fmt.Errorf("nccl: ncclCommWindowRegister of %d bytes", size)
 	}
+	const call = "ncclCommWindowRegister"
 	l := c.lib
-	var w unsafe.Pointer
+	// NCCL writes the window from its own thread, after the call returns
+	// (api.h): into C memory, freed once that thread is done or aborted.
+	slot := (*unsafe.Pointer)(C.calloc(1, C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
+	if slot == nil {
+		return Window{}, fmt.Errorf("nccl: no memory for the window handle")
+	}
+	defer C.free(unsafe.Pointer(slot))
+	start := time.Now()
 	var last lastError
 	p, n := last.buf()
-	rc := C.ep_nccl_window_register(&l.api, c.h, C.uint64_t(ptr), C.size_t(size), C.EP_NCCL_WIN_COLL_SYMMETRIC, &w, p, n)
-	if err := l.check("ncclCommWindowRegister", rc, &last); err != nil {
+	rc := C.ep_nccl_window_register(&l.api, c.h, C.uint64_t(ptr), C.size_t(size), C.EP_NCCL_WIN_COLL_SYMMETRIC, slot, p, n)
+	if rc != C.EP_NCCL_SUCCESS && rc != C.EP_NCCL_IN_PROGRESS {
+		// Refused within the call: nothing runs on to wait for. Should the
+		// refusal leave the communicator failed, its finalize fails too,
+		// and Destroy aborts it.
+		return Window{}, l.check(call, rc, &last)
+	}
+	if err := c.settle(call, rc, &last, start); err != nil {
 		return Window{}, err
 	}
-	if w == nil {
+	if *slot == nil {
 		return Window{}, ErrNoSymmetricMemory
 	}
-	return Window{h: w}, nil
+	return Window{h: *slot}, nil
 }
 
-// DeregisterWindow is ncclCommWindowDeregister, collective like the
-// registration.
+// DeregisterWindow is ncclCommWindowDeregister. Unlike the registration,
+// NCCL 2.30 deregisters within the call, without the other ranks, so there
+// is nothing to wait for.
 func (c *Comm) DeregisterWindow(w Window) error {
 	if err := c.open(); err != nil {
 		return err

@@ -5,8 +5,18 @@
  * call, so one loaded copy serves tests that set it differently:
  *
  *   FAKE_NCCL_VERSION       ncclGetVersion's code (default 23007)
- *   FAKE_NCCL_INIT_RESULT   ncclCommInitRank fails with this result ...
- *   FAKE_NCCL_INIT_ERROR    ... and this last-error text
+ *   FAKE_NCCL_INIT_RESULT   ncclCommInitRankConfig fails at once with this
+ *                           result, FAKE_NCCL_INIT_ERROR its last-error text
+ *   FAKE_NCCL_<STEP>_POLLS  a step of a non-blocking communicator (INIT,
+ *                           REGISTER: a window registration, FINALIZE) stays
+ *                           in progress for this many ncclCommGetAsyncError
+ *                           polls (default 0), or "forever": a peer that
+ *                           never joins the step
+ *   FAKE_NCCL_<STEP>_ASYNC  ... and then fails with this result ...
+ *   FAKE_NCCL_<STEP>_ERROR  ... and this last-error text
+ *   FAKE_NCCL_LOG           a file that every call creating or releasing a
+ *                           communicator, window or buffer appends its name
+ *                           to, one a line
  *   FAKE_NCCL_LSA_PEERS     "all": every peer is load/store reachable
  *                           (default: only the own rank)
  *   FAKE_NCCL_NO_SYMMETRIC  1: window registration succeeds with no window,
@@ -15,12 +25,22 @@
  *   FAKE_NCCL_MULTIMEM, FAKE_NCCL_HOST_RMA
  *                           what ncclCommQueryProperties reports
  *
+ * Communicators are non-blocking (blocking = 0 in the config), and as NCCL
+ * 2.30 does with those, init returns in progress unless it is done at once, finalize
+ * returns in progress, and a window registration returns success while it is
+ * still in progress, writing the window only when done. A step completes on
+ * the poll after its last in-progress one (an init with no polls to wait
+ * for, within the call). ncclCommAbort ends a communicator in any state.
+ *
  * Built with -DFAKE_NCCL_NO_PEER_POINTER it lacks ncclGetPeerDevicePointer,
  * as libraries before 2.30 do. Where the real library would only misbehave,
  * this one fails loudly: destroy before finalize, destroy with windows
- * registered, window flags other than the symmetric one, and a properties
- * struct of the wrong size, magic or version.
+ * registered, window flags other than the symmetric one, a communicator used
+ * before its step completed, a config or properties struct of the wrong
+ * size, magic or version, a blocking config, and a config field other than
+ * blocking set.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,21 +48,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OK = 0, SYSTEM_ERROR = 2, INVALID_ARGUMENT = 4, INVALID_USAGE = 5 };
+enum { OK = 0, SYSTEM_ERROR = 2, INVALID_ARGUMENT = 4, INVALID_USAGE = 5, IN_PROGRESS = 7 };
 
 #define ID_BYTES 128
 #define ID_TAG "fakenccl-id"
 #define WINDOW_ALIGN 4096
-#define PROPS_MAGIC 0xcafebeefu
+#define API_MAGIC 0xcafebeefu
+#define UNDEF_INT INT_MIN
 
 typedef struct {
     char bytes[ID_BYTES];
 } unique_id;
 
+/* The steps of a non-blocking communicator, by their environment names. */
+enum step { STEP_NONE, STEP_INIT, STEP_REGISTER, STEP_FINALIZE };
+static const char* const step_names[] = {"", "INIT", "REGISTER", "FINALIZE"};
+
+struct window;
+
 struct comm {
     int nranks, rank;
     int finalized;
     int windows;
+    int state;      /* what ncclCommGetAsyncError says: OK, IN_PROGRESS or a step's failure */
+    enum step step; /* the step in progress */
+    long polls;     /* in-progress polls left; -1: forever */
+    int result;     /* what the step ends with */
+    /* A registration in progress. */
+    void* buff;
+    size_t size;
+    struct window** out;
 };
 
 struct window {
@@ -50,6 +85,32 @@ struct window {
     char* base;
     size_t size;
 };
+
+/* The config layout of version 2.30, written out on its own like the
+ * properties below. */
+typedef struct {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    int blocking;
+    int cgaClusterSize;
+    int minCTAs;
+    int maxCTAs;
+    const char* netName;
+    int splitShare;
+    int trafficClass;
+    const char* commName;
+    int collnetEnable;
+    int CTAPolicy;
+    int shrinkShare;
+    int nvlsCTAs;
+    int nChannelsPerNetPeer;
+    int nvlinkCentricSched;
+    int graphUsageMode;
+    int numRmaCtx;
+    int maxP2pPeers;
+    int graphStreamOrdering;
+} config;
 
 /* The properties layout of version 2.30, written out on its own here so a
  * mismatch with the package's declaration shows up in the tests. */
@@ -86,6 +147,94 @@ static long env_long(const char* key, long def) {
 
 static int version(void) { return (int)env_long("FAKE_NCCL_VERSION", 23007); }
 
+static void log_call(const char* name) {
+    const char* path = getenv("FAKE_NCCL_LOG");
+    if (path == NULL || *path == 0) return;
+    FILE* f = fopen(path, "a");
+    if (f == NULL) return;
+    fprintf(f, "%s\n", name);
+    fclose(f);
+}
+
+static const char* step_env(enum step step, const char* what, char* key, size_t len) {
+    snprintf(key, len, "FAKE_NCCL_%s_%s", step_names[step], what);
+    return getenv(key);
+}
+
+/* finish_step ends c's step with its result: on success the step's effect
+ * happens now, on failure the error text is set. */
+static void finish_step(struct comm* c) {
+    enum step step = c->step;
+    c->step = STEP_NONE;
+    c->state = c->result;
+    if (c->result != OK) {
+        char key[64];
+        const char* msg = step_env(step, "ERROR", key, sizeof key);
+        fail(c->result, "%s", msg != NULL ? msg : "");
+        return;
+    }
+    switch (step) {
+    case STEP_REGISTER:
+        if (env_long("FAKE_NCCL_NO_SYMMETRIC", 0) != 0) {
+            *c->out = NULL;
+            break;
+        }
+        struct window* w = calloc(1, sizeof *w);
+        if (w == NULL) {
+            c->state = fail(SYSTEM_ERROR, "fake: out of memory");
+            break;
+        }
+        w->comm = c;
+        w->base = c->buff;
+        w->size = c->size;
+        c->windows++;
+        *c->out = w;
+        break;
+    case STEP_FINALIZE:
+        c->finalized = 1;
+        break;
+    default:
+        break;
+    }
+}
+
+/* start_step begins step on c as its environment says. */
+static void start_step(struct comm* c, enum step step) {
+    char key[64];
+    const char* polls = step_env(step, "POLLS", key, sizeof key);
+    const char* result = step_env(step, "ASYNC", key, sizeof key);
+    c->step = step;
+    c->polls = polls != NULL && strcmp(polls, "forever") == 0 ? -1 : (polls != NULL && *polls != 0 ? strtol(polls, NULL, 10) : 0);
+    c->result = result != NULL && *result != 0 ? (int)strtol(result, NULL, 10) : OK;
+    c->state = IN_PROGRESS;
+}
+
+/* ready is NCCL's check that a communicator's last step completed. */
+static int ready(struct comm* c) {
+    if (c->state == IN_PROGRESS) return fail(INVALID_ARGUMENT, "fake: communicator used before its %s step completed", step_names[c->step]);
+    if (c->state != OK) return fail(c->state, "fake: communicator failed before");
+    return OK;
+}
+
+int ncclCommGetAsyncError(struct comm* c, int* state) {
+    if (c == NULL || state == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm or state");
+    if (c->state == IN_PROGRESS) {
+        if (c->polls == 0) {
+            finish_step(c);
+        } else if (c->polls > 0) {
+            c->polls--;
+        }
+    }
+    *state = c->state;
+    return OK;
+}
+
+int ncclCommAbort(struct comm* c) {
+    log_call("ncclCommAbort");
+    free(c);
+    return OK;
+}
+
 int ncclGetVersion(int* v) {
     if (v == NULL) return fail(INVALID_ARGUMENT, "fake: NULL version");
     *v = version();
@@ -120,34 +269,68 @@ int ncclGetUniqueId(unique_id* id) {
     return OK;
 }
 
-int ncclCommInitRank(struct comm** out, int nranks, unique_id id, int rank) {
+/* check_config fails loudly on a config that NCCL 2.30.7 would read
+ * differently from what the caller meant. */
+static int check_config(const config* cfg) {
+    if (cfg->size != sizeof *cfg) return fail(INVALID_USAGE, "fake: config size %zu, want %zu", cfg->size, sizeof *cfg);
+    if (cfg->magic != API_MAGIC) return fail(INVALID_USAGE, "fake: config magic %#x", cfg->magic);
+    if ((int)cfg->version > version()) return fail(INVALID_USAGE, "fake: config version %u is newer than the library (%d)", cfg->version, version());
+    if (cfg->version < 23000) return fail(INVALID_USAGE, "fake: config version %u predates 2.30", cfg->version);
+    if (cfg->blocking != 0) return fail(INVALID_USAGE, "fake: config blocking %d, want a non-blocking communicator", cfg->blocking);
+    const int ints[] = {cfg->cgaClusterSize, cfg->minCTAs, cfg->maxCTAs, cfg->splitShare, cfg->trafficClass,
+                        cfg->collnetEnable, cfg->CTAPolicy, cfg->shrinkShare, cfg->nvlsCTAs, cfg->nChannelsPerNetPeer,
+                        cfg->nvlinkCentricSched, cfg->graphUsageMode, cfg->numRmaCtx, cfg->maxP2pPeers,
+                        cfg->graphStreamOrdering};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (ints[i] != UNDEF_INT) return fail(INVALID_USAGE, "fake: config int field %zu after blocking set to %d", i + 1, ints[i]);
+    }
+    if (cfg->netName != NULL || cfg->commName != NULL) return fail(INVALID_USAGE, "fake: config netName or commName set");
+    return OK;
+}
+
+int ncclCommInitRankConfig(struct comm** out, int nranks, unique_id id, int rank, config* cfg) {
+    log_call("ncclCommInitRankConfig");
     long rc = env_long("FAKE_NCCL_INIT_RESULT", 0);
     if (rc != 0) {
         const char* msg = getenv("FAKE_NCCL_INIT_ERROR");
         return fail((int)rc, "%s", msg != NULL ? msg : "");
     }
     if (out == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm");
+    *out = NULL;
     if (nranks < 1 || rank < 0 || rank >= nranks) return fail(INVALID_ARGUMENT, "fake: rank %d of %d ranks", rank, nranks);
     if (memcmp(id.bytes, ID_TAG, sizeof ID_TAG) != 0) return fail(INVALID_ARGUMENT, "fake: unique id not from ncclGetUniqueId");
     for (int i = (int)sizeof ID_TAG; i < ID_BYTES; i++) {
         if (id.bytes[i] != (char)(i * 7)) return fail(INVALID_ARGUMENT, "fake: unique id byte %d changed", i);
     }
+    if (cfg == NULL) return fail(INVALID_USAGE, "fake: no config, want a non-blocking communicator");
+    int crc = check_config(cfg);
+    if (crc != OK) return crc;
     struct comm* c = calloc(1, sizeof *c);
     if (c == NULL) return fail(SYSTEM_ERROR, "fake: out of memory");
     c->nranks = nranks;
     c->rank = rank;
     *out = c;
-    return OK;
+    /* Like NCCL, answer with the communicator's state at return. */
+    start_step(c, STEP_INIT);
+    if (c->polls == 0) finish_step(c);
+    return c->state;
 }
 
 int ncclCommFinalize(struct comm* c) {
+    log_call("ncclCommFinalize");
     if (c == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm");
-    c->finalized = 1;
-    return OK;
+    int rc = ready(c);
+    if (rc != OK) return rc;
+    if (c->finalized) return fail(INVALID_ARGUMENT, "fake: finalized twice");
+    start_step(c, STEP_FINALIZE);
+    return c->state;
 }
 
 int ncclCommDestroy(struct comm* c) {
+    log_call("ncclCommDestroy");
     if (c == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm");
+    int rc = ready(c);
+    if (rc != OK) return rc;
     if (!c->finalized) return fail(INVALID_USAGE, "fake: ncclCommDestroy before ncclCommFinalize");
     if (c->windows != 0) return fail(INVALID_USAGE, "fake: %d windows still registered", c->windows);
     free(c);
@@ -157,7 +340,7 @@ int ncclCommDestroy(struct comm* c) {
 int ncclCommQueryProperties(struct comm* c, properties* p) {
     if (c == NULL || p == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm or properties");
     if (p->size != sizeof *p) return fail(INVALID_USAGE, "fake: properties size %zu, want %zu", p->size, sizeof *p);
-    if (p->magic != PROPS_MAGIC) return fail(INVALID_USAGE, "fake: properties magic %#x", p->magic);
+    if (p->magic != API_MAGIC) return fail(INVALID_USAGE, "fake: properties magic %#x", p->magic);
     if ((int)p->version > version()) return fail(INVALID_USAGE, "fake: properties version %u is newer than the library (%d)", p->version, version());
     if (p->version < 23000) return fail(INVALID_USAGE, "fake: properties version %u predates 2.30", p->version);
     p->rank = c->rank;
@@ -174,6 +357,7 @@ int ncclCommQueryProperties(struct comm* c, properties* p) {
 }
 
 int ncclMemAlloc(void** ptr, size_t size) {
+    log_call("ncclMemAlloc");
     if (ptr == NULL || size == 0) return fail(INVALID_ARGUMENT, "fake: ncclMemAlloc of %zu bytes", size);
     size_t rounded = (size + WINDOW_ALIGN - 1) / WINDOW_ALIGN * WINDOW_ALIGN;
     if (posix_memalign(ptr, WINDOW_ALIGN, rounded) != 0) return fail(SYSTEM_ERROR, "fake: out of memory");
@@ -181,30 +365,30 @@ int ncclMemAlloc(void** ptr, size_t size) {
 }
 
 int ncclMemFree(void* ptr) {
+    log_call("ncclMemFree");
     free(ptr);
     return OK;
 }
 
 int ncclCommWindowRegister(struct comm* c, void* buff, size_t size, struct window** out, int flags) {
+    log_call("ncclCommWindowRegister");
     if (c == NULL || out == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm or window");
+    *out = NULL;
     if (flags != 0x01) return fail(INVALID_USAGE, "fake: window flags %#x, want the collective symmetric flag", flags);
     if ((uintptr_t)buff % WINDOW_ALIGN != 0) return fail(INVALID_ARGUMENT, "fake: window base %p is not %d-byte aligned", buff, WINDOW_ALIGN);
     if (size == 0) return fail(INVALID_ARGUMENT, "fake: empty window");
-    if (env_long("FAKE_NCCL_NO_SYMMETRIC", 0) != 0) {
-        *out = NULL;
-        return OK;
-    }
-    struct window* w = calloc(1, sizeof *w);
-    if (w == NULL) return fail(SYSTEM_ERROR, "fake: out of memory");
-    w->comm = c;
-    w->base = buff;
-    w->size = size;
-    c->windows++;
-    *out = w;
+    int rc = ready(c);
+    if (rc != OK) return rc;
+    c->buff = buff;
+    c->size = size;
+    c->out = out;
+    start_step(c, STEP_REGISTER);
+    /* NCCL's answer even while the registration is in progress. */
     return OK;
 }
 
 int ncclCommWindowDeregister(struct comm* c, struct window* w) {
+    log_call("ncclCommWindowDeregister");
     if (c == NULL || w == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm or window");
     if (w->comm != c) return fail(INVALID_ARGUMENT, "fake: window of another communicator");
     c->windows--;
