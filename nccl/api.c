@@ -18,6 +18,25 @@ _Static_assert(offsetof(ep_nccl_comm_properties, hostRmaSupport) == 44, "hostRma
 _Static_assert(offsetof(ep_nccl_comm_properties, railedGinType) == 48, "railedGinType offset");
 _Static_assert(sizeof(ep_nccl_comm_properties) == 56, "properties size");
 _Static_assert(sizeof(ep_nccl_unique_id) == EP_NCCL_UNIQUE_ID_BYTES, "unique id size");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, version) == 12, "requirements version offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, resourceRequirementsList) == 16, "resourceRequirementsList offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, teamRequirementsList) == 24, "teamRequirementsList offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, lsaMultimem) == 32, "lsaMultimem offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, barrierCount) == 36, "barrierCount offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, lsaLLA2ASlotCount) == 52, "lsaLLA2ASlotCount offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, ginForceEnable) == 56, "ginForceEnable offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, ginContextCount) == 60, "ginContextCount offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, ginSignalCount) == 64, "ginSignalCount offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, ginCounterCount) == 68, "ginCounterCount offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, ginConnectionType) == 72, "ginConnectionType offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, ginExclusiveContexts) == 76, "ginExclusiveContexts offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, ginQueueDepth) == 80, "ginQueueDepth offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, ginTrafficClass) == 84, "ginTrafficClass offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, worldGinBarrierCount) == 88, "worldGinBarrierCount offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, ginStrongSignalsRequired) == 92, "ginStrongSignalsRequired offset");
+_Static_assert(offsetof(ep_nccl_dev_comm_requirements, ginVaSignalsRequired) == 93, "ginVaSignalsRequired offset");
+_Static_assert(sizeof(ep_nccl_dev_comm_requirements) == 96, "requirements size");
+_Static_assert(EP_NCCL_DEV_COMM_SCRATCH >= EP_NCCL_DEV_COMM_BYTES, "device communicator scratch");
 
 typedef int (*get_version_fn)(int*);
 typedef const char* (*get_error_string_fn)(int);
@@ -32,6 +51,8 @@ typedef int (*mem_free_fn)(void*);
 typedef int (*window_register_fn)(void*, void*, size_t, void**, int);
 typedef int (*window_deregister_fn)(void*, void*);
 typedef int (*peer_device_pointer_fn)(void*, size_t, int, void**);
+typedef int (*dev_comm_create_fn)(void*, const ep_nccl_dev_comm_requirements*, void*);
+typedef int (*dev_comm_destroy_fn)(void*, const void*);
 
 /* finish copies the library's last error for comm (NULL: the thread's) into
  * last when rc is a failure, and passes rc on. */
@@ -166,4 +187,47 @@ int ep_nccl_peer_device_pointer(const ep_nccl_api* api, void* win, size_t offset
     int rc = ((peer_device_pointer_fn)api->peer_device_pointer)(win, offset, peer, &p);
     *ptr = rc == EP_NCCL_SUCCESS ? (uint64_t)(uintptr_t)p : 0;
     return finish(api, NULL, rc, last, last_len);
+}
+
+/* requirements_default is NCCL's initializer of the requirements: nothing
+ * asked for, GIN off, four contexts hinted, traffic class left to NCCL,
+ * strong and window signals required. */
+static void requirements_default(ep_nccl_dev_comm_requirements* r) {
+    memset(r, 0, sizeof *r);
+    r->size = sizeof *r;
+    r->magic = EP_NCCL_API_MAGIC;
+    r->version = EP_NCCL_DEVICE_VERSION;
+    r->resourceRequirementsList = NULL;
+    r->teamRequirementsList = NULL;
+    r->lsaMultimem = false;
+    r->ginForceEnable = false;
+    r->ginContextCount = 4;
+    r->ginConnectionType = EP_NCCL_GIN_CONNECTION_NONE;
+    r->ginExclusiveContexts = false;
+    r->ginTrafficClass = EP_NCCL_CONFIG_UNDEF_INT;
+    r->ginStrongSignalsRequired = true;
+    r->ginVaSignalsRequired = true;
+}
+
+int ep_nccl_dev_comm_create(const ep_nccl_api* api, void* comm, int contexts, void* out, char* last, size_t last_len) {
+    ep_nccl_dev_comm_requirements reqs;
+    requirements_default(&reqs);
+    reqs.ginConnectionType = EP_NCCL_GIN_CONNECTION_FULL;
+    reqs.ginContextCount = contexts;
+    reqs.ginSignalCount = 0;
+    reqs.ginCounterCount = 0;
+    reqs.ginStrongSignalsRequired = true;
+    reqs.ginVaSignalsRequired = true;
+    memset(out, 0, EP_NCCL_DEV_COMM_SCRATCH);
+    int rc = ((dev_comm_create_fn)api->dev_comm_create)(comm, &reqs, out);
+    return finish(api, comm, rc, last, last_len);
+}
+
+int ep_nccl_dev_comm_destroy(const ep_nccl_api* api, void* comm, const void* dev, char* last, size_t last_len) {
+    /* The bytes kept, padded like the buffer NCCL wrote them into. */
+    char buf[EP_NCCL_DEV_COMM_SCRATCH];
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, dev, EP_NCCL_DEV_COMM_BYTES);
+    int rc = ((dev_comm_destroy_fn)api->dev_comm_destroy)(comm, buf);
+    return finish(api, comm, rc, last, last_len);
 }

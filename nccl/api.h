@@ -81,6 +81,52 @@ typedef struct {
     int railedGinType;
 } ep_nccl_comm_properties;
 
+/* GIN connection types of the device communicator's requirements. */
+#define EP_NCCL_GIN_CONNECTION_NONE 0
+#define EP_NCCL_GIN_CONNECTION_FULL 1 /* every rank to every rank */
+#define EP_NCCL_GIN_CONNECTION_RAIL 2 /* ranks of the same rail only */
+
+/* The NCCL version whose device headers epbench's GIN kernels are compiled
+ * against: the version a device communicator's requirements are stamped
+ * with, which selects the layout NCCL writes the communicator in. */
+#define EP_NCCL_DEVICE_VERSION 23007
+
+/* What a device communicator is to offer (ncclDevCommRequirements_t), in
+ * the layout of NCCL 2.30.7. Starts with size, magic and version like the
+ * config; the version is EP_NCCL_DEVICE_VERSION. NCCL copies the struct
+ * during ncclDevCommCreate. */
+typedef struct {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    void* resourceRequirementsList; /* NULL: no extra device resources */
+    void* teamRequirementsList;     /* NULL: no extra teams */
+    bool lsaMultimem;
+    int barrierCount;
+    int lsaBarrierCount;
+    int railGinBarrierCount;
+    int lsaLLA2ABlockCount;
+    int lsaLLA2ASlotCount;
+    bool ginForceEnable; /* superseded by ginConnectionType */
+    int ginContextCount; /* a hint: NCCL may give more */
+    int ginSignalCount;  /* indexed signals per context */
+    int ginCounterCount; /* indexed counters per context */
+    int ginConnectionType;
+    bool ginExclusiveContexts;
+    int ginQueueDepth;
+    int ginTrafficClass;
+    int worldGinBarrierCount;
+    bool ginStrongSignalsRequired;
+    bool ginVaSignalsRequired; /* signals that add into a window */
+} ep_nccl_dev_comm_requirements;
+
+/* The device communicator (ncclDevComm_t) is opaque here: NCCL fills it and
+ * the kernels take it by value. For EP_NCCL_DEVICE_VERSION it has this many
+ * bytes. The wrappers hand NCCL a zeroed buffer of EP_NCCL_DEV_COMM_SCRATCH
+ * bytes, so a library that writes a longer struct cannot overrun it. */
+#define EP_NCCL_DEV_COMM_BYTES 240
+#define EP_NCCL_DEV_COMM_SCRATCH 4096
+
 /* Resolved entry points, filled from dlsym (void* so Go can store them). */
 typedef struct {
     void* get_version;            /* ncclGetVersion */
@@ -98,6 +144,8 @@ typedef struct {
     void* get_error_string;       /* ncclGetErrorString */
     void* get_last_error;         /* ncclGetLastError */
     void* comm_query_properties;  /* ncclCommQueryProperties */
+    void* dev_comm_create;        /* ncclDevCommCreate */
+    void* dev_comm_destroy;       /* ncclDevCommDestroy */
 } ep_nccl_api;
 
 /* ncclGetVersion through a bare entry point: the version is checked before
@@ -136,5 +184,15 @@ int ep_nccl_window_register(const ep_nccl_api* api, void* comm, uint64_t buff, s
 int ep_nccl_window_deregister(const ep_nccl_api* api, void* comm, void* win, char* last, size_t last_len);
 int ep_nccl_peer_device_pointer(const ep_nccl_api* api, void* win, size_t offset, int peer, uint64_t* ptr,
                                 char* last, size_t last_len);
+
+/* A device communicator with proxy-style GIN: every rank connected to every
+ * rank, contexts GIN contexts, no indexed signals or counters (the kernels
+ * signal by adding into a window), strong and window signals required.
+ * Like a window registration on a non-blocking communicator, NCCL writes
+ * the communicator from its own thread after this call returns: out must be
+ * C memory of EP_NCCL_DEV_COMM_SCRATCH bytes that outlives the step. */
+int ep_nccl_dev_comm_create(const ep_nccl_api* api, void* comm, int contexts, void* out, char* last, size_t last_len);
+/* dev is the EP_NCCL_DEV_COMM_BYTES that ep_nccl_dev_comm_create wrote. */
+int ep_nccl_dev_comm_destroy(const ep_nccl_api* api, void* comm, const void* dev, char* last, size_t last_len);
 
 #endif

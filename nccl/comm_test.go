@@ -216,6 +216,16 @@ func TestCallErrors(t *testing.T) {
 			want: Error{"ncclCommWindowRegister", 2, "fake: system error (proxy: connection to rank 1 lost)"},
 		},
 		{
+			name: "device communicator fails while in progress",
+			env: map[string]string{"FAKE_NCCL_DEVCOMM_POLLS": "1", "FAKE_NCCL_DEVCOMM_ASYNC": "3",
+				"FAKE_NCCL_DEVCOMM_ERROR": "GIN is disabled."},
+			call: func(t *testing.T, l *Lib) error {
+				_, err := initComm(t, l, 2, 0).CreateDevComm(4)
+				return err
+			},
+			want: Error{"ncclDevCommCreate", 3, "fake: internal error (GIN is disabled.)"},
+		},
+		{
 			name: "rank out of range",
 			call: func(t *testing.T, l *Lib) error {
 				id, _ := l.GetUniqueID()
@@ -431,6 +441,21 @@ func TestStalledStepsTimeOut(t *testing.T) {
 				return err
 			},
 			want: []string{"ncclCommInitRankConfig", "ncclMemAlloc", "ncclCommWindowRegister", "ncclCommAbort", "ncclMemFree"},
+		},
+		{
+			step: "DEVCOMM", call: "ncclDevCommCreate",
+			run: func(t *testing.T, l *Lib, id UniqueID) error {
+				c, err := l.CommInitRank(2, id, 0, timeout)
+				if err != nil {
+					return err
+				}
+				_, err = c.CreateDevComm(4)
+				if derr := c.Destroy(); derr != nil {
+					t.Errorf("Destroy after the abort: %v", derr)
+				}
+				return err
+			},
+			want: []string{"ncclCommInitRankConfig", "ncclDevCommCreate", "ncclCommAbort"},
 		},
 		{
 			step: "FINALIZE", call: "ncclCommFinalize",

@@ -1,7 +1,8 @@
 // Package nccl loads NVIDIA's libnccl at run time and wraps the few host
 // calls epbench makes: communicator setup, ncclMemAlloc'd buffers registered
-// as symmetric windows, and the peer addresses of those windows that
-// load/store kernels write through.
+// as symmetric windows, the peer addresses of those windows that
+// load/store kernels write through, and the device communicators that GIN
+// kernels put through.
 //
 // # Loading
 //
@@ -40,10 +41,26 @@
 // A library once accepted stays mapped for the life of the process; Close
 // only releases the handle.
 //
+// # GIN
+//
+// Peers outside the NVLink domain have no peer pointer; kernels reach them
+// through GIN (GPU-initiated networking) with a device communicator:
+//
+//	dev, err := comm.CreateDevComm(contexts) // collective; after RegisterWindow
+//	kernel parameters: dev.Bytes(), win.Handle()
+//	dev.Destroy()                            // before DeregisterWindow
+//
+// The kernels are compiled against the device headers of NCCL
+// GINHeadersVersion, so CreateDevComm asks for the device communicator in
+// that version's layout and accepts only libraries of its minor release, at
+// its patch or later. Transport.EnableGIN also wants NCCL's proxy GIN, the
+// only kind the kernels are built for.
+//
 // # Timeouts
 //
 // NCCL waits without bound for the other ranks in its collective steps:
-// creating the communicator, registering a window, finalizing. So the
+// creating the communicator, registering a window, creating a device
+// communicator, finalizing. So the
 // communicator is created non-blocking (ncclCommInitRankConfig with
 // blocking = 0): NCCL runs those steps on a thread of its own, and this
 // package polls ncclCommGetAsyncError for each until the timeout given to

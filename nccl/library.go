@@ -147,6 +147,8 @@ func (l *Lib) bind() error {
 		{"ncclGetErrorString", &l.api.get_error_string},
 		{"ncclGetLastError", &l.api.get_last_error},
 		{"ncclCommQueryProperties", &l.api.comm_query_properties},
+		{"ncclDevCommCreate", &l.api.dev_comm_create},
+		{"ncclDevCommDestroy", &l.api.dev_comm_destroy},
 	}
 	var missing []string
 	for _, s := range table {

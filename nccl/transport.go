@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/epbench/epbench/internal/ranklist"
@@ -22,15 +23,27 @@ type Gatherer interface {
 // as a collective window, every peer's part of it addressed through the
 // pointer NCCL gives for its LSA team (the ranks it reaches by load/store:
 // NVLink within a node or a multi-node NVLink domain). The kernels see the
-// same peer table as with CUDA IPC. It makes no CUDA call of its own, so
-// it is tested here against the stand-in library.
+// same peer table as with CUDA IPC. Peers outside the LSA team can be left
+// to kernels that put through GIN instead (AllocWith, EnableGIN). It makes
+// no CUDA call of its own, so it is tested here against the stand-in
+// library.
 type Transport struct {
 	g     Gatherer
 	name  string
 	lib   *Lib
 	comm  *Comm
 	local uint64
-	win   Window // the zero Window until registered
+	win   Window   // the zero Window until registered
+	gin   []int    // peers NCCL reaches only through GIN (AllowGIN)
+	dev   *DevComm // nil until EnableGIN
+}
+
+// AllocOptions are the choices of AllocWith.
+type AllocOptions struct {
+	// AllowGIN accepts peers that NCCL reaches only through GIN: their
+	// entries in the peer table are 0, and GINPeers lists them. Without it
+	// such peers make Alloc fail, as load/store kernels cannot reach them.
+	AllowGIN bool
 }
 
 // MultiRankGPUEnv is NCCL's switch for several ranks on one GPU, which it
@@ -108,8 +121,14 @@ func (t *Transport) Name() string { return t.name }
 // rank's base and every rank's base as mapped here. Every step that NCCL
 // makes collective is preceded by an exchange of the ranks' state, so that
 // a rank's failure is reported by all instead of leaving the others waiting
-// in NCCL; a failure inside the step is bounded by the timeout.
+// in NCCL; a failure inside the step is bounded by the timeout. A peer that
+// NCCL reaches only through GIN is refused; AllocWith can accept it.
 func (t *Transport) Alloc(size int64) (uint64, []uint64, error) {
+	return t.AllocWith(size, AllocOptions{})
+}
+
+// AllocWith is Alloc with the choices of o.
+func (t *Transport) AllocWith(size int64, o AllocOptions) (uint64, []uint64, error) {
 	if t.local != 0 {
 		return 0, nil, errors.New("NCCL transport: already allocated")
 	}
@@ -139,7 +158,9 @@ func (t *Transport) Alloc(size int64) (uint64, []uint64, error) {
 			unreachable = append(unreachable, r)
 		}
 	}
-	if err == nil && len(unreachable) > 0 {
+	if err == nil && o.AllowGIN {
+		t.gin = unreachable
+	} else if err == nil && len(unreachable) > 0 {
 		// What GIN NCCL found here, so the user knows whether the system
 		// would carry such a job once kernels put through GIN.
 		gin := "unknown"
@@ -155,6 +176,67 @@ func (t *Transport) Alloc(size int64) (uint64, []uint64, error) {
 		return 0, nil, err
 	}
 	return p, peers, nil
+}
+
+// Window is the registered window (the zero Window before Alloc).
+func (t *Transport) Window() Window { return t.win }
+
+// GINPeers lists the ranks that NCCL reaches from this rank only through
+// GIN, whose entries in Alloc's peer table are 0: empty unless AllocWith
+// allowed GIN.
+func (t *Transport) GINPeers() []int { return slices.Clone(t.gin) }
+
+// EnableGIN makes the device communicator that GIN kernels put through,
+// with contexts GIN contexts (see Comm.CreateDevComm). Every rank calls it
+// after Alloc (collective, and refused by all when any rank refuses): it
+// needs NCCL's proxy GIN, the kind epbench's GIN kernels are built for,
+// and a library whose device communicator they read (GINHeadersVersion).
+// Close destroys the device communicator.
+func (t *Transport) EnableGIN(contexts int) (*DevComm, error) {
+	var err error
+	switch {
+	case t.win == (Window{}):
+		err = errors.New("NCCL transport: GIN enabled before Alloc")
+	case t.dev != nil:
+		err = errors.New("NCCL transport: GIN enabled twice")
+	case contexts < 1:
+		err = fmt.Errorf("NCCL transport: %d GIN contexts", contexts)
+	default:
+		err = t.checkGIN()
+	}
+	if err := t.agree(err, "use NCCL's GIN"); err != nil {
+		return nil, err
+	}
+	dev, err := t.comm.CreateDevComm(contexts)
+	if err != nil {
+		err = fmt.Errorf("NCCL device communicator with GIN: %w", err)
+	}
+	if err := t.agree(err, "create its NCCL device communicator"); err != nil {
+		if dev != nil {
+			err = errors.Join(err, dev.Destroy())
+		}
+		return nil, err
+	}
+	t.dev = dev
+	t.name = fmt.Sprintf("NCCL %s symmetric window (LSA load/store, proxy GIN)", t.lib.Version)
+	return dev, nil
+}
+
+// checkGIN refuses a communicator whose GIN the kernels cannot use.
+func (t *Transport) checkGIN() error {
+	p, err := t.comm.Properties()
+	if err != nil {
+		return fmt.Errorf("NCCL transport: which GIN NCCL found: %w", err)
+	}
+	switch p.GIN {
+	case GINProxy:
+		return checkGINVersion(t.lib)
+	case GINNone:
+		return fmt.Errorf("%w: NCCL found no GIN backend (GIN type none): a network with GPU-initiated RDMA, or an RMA "+
+			"plugin through NCCL_RMA_PLUGIN, is needed (docs/MULTINODE.md)", ErrGINUnsupported)
+	}
+	return fmt.Errorf("%w: NCCL's GIN here is %s, and epbench's GIN kernels are built for NCCL's proxy GIN only",
+		ErrGINUnsupported, p.GIN)
 }
 
 // agree shares whether each rank's step succeeded: this rank's error, else
@@ -183,10 +265,17 @@ func (t *Transport) agree(mine error, what string) error {
 // times out is aborted, so Close does not hang in NCCL either.
 func (t *Transport) Close() error {
 	var errs []error
-	if t.win != (Window{}) {
-		errs = append(errs, t.comm.DeregisterWindow(t.win))
-		t.win = Window{}
+	// The device communicator reaches the window through GIN: it goes
+	// first. An aborted communicator took both with it.
+	if t.dev != nil {
+		errs = append(errs, t.dev.Destroy())
+		t.dev = nil
 	}
+	if t.win != (Window{}) && t.comm.open() == nil {
+		errs = append(errs, t.comm.DeregisterWindow(t.win))
+	}
+	t.win = Window{}
+	t.gin = nil
 	if t.local != 0 {
 		errs = append(errs, t.lib.MemFree(t.local))
 		t.local = 0

@@ -207,6 +207,7 @@ func TestTransportStalledSteps(t *testing.T) {
 	for _, c := range []struct {
 		name, step string
 		onAlloc    bool // the step belongs to Alloc, not NewTransport
+		onGIN      bool // ... or to EnableGIN after it
 		want       string
 		calls      []string
 	}{
@@ -216,19 +217,28 @@ func TestTransportStalledSteps(t *testing.T) {
 		{name: "window", step: "REGISTER", onAlloc: true,
 			want:  "registering the symmetric window: ncclCommWindowRegister did not complete within 100 ms",
 			calls: []string{"ncclCommInitRankConfig", "ncclMemAlloc", "ncclCommWindowRegister", "ncclCommAbort", "ncclMemFree"}},
+		// The abort took the window with it: Close only frees the memory.
+		{name: "device communicator", step: "DEVCOMM", onAlloc: true, onGIN: true,
+			want: "NCCL device communicator with GIN: ncclDevCommCreate did not complete within 100 ms",
+			calls: []string{"ncclCommInitRankConfig", "ncclMemAlloc", "ncclCommWindowRegister", "ncclDevCommCreate",
+				"ncclCommAbort", "ncclMemFree"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := fakeHome(t)
 			calls := callLog(t)
 			t.Setenv("FAKE_NCCL_"+c.step+"_POLLS", "forever")
+			t.Setenv("FAKE_NCCL_GIN", "2")
 			err := bounded(t, func() error {
 				tr, err := NewTransport(&gatherer{rank: 1, size: 2, root: root}, false, timeout)
 				if err != nil || !c.onAlloc {
 					return err
 				}
-				_, _, err = tr.Alloc(1 << 16)
+				_, _, err = tr.AllocWith(1<<16, AllocOptions{AllowGIN: c.onGIN})
+				if err == nil && c.onGIN {
+					_, err = tr.EnableGIN(4)
+				}
 				if cerr := tr.Close(); cerr != nil {
-					t.Errorf("Close after the failed Alloc: %v", cerr)
+					t.Errorf("Close after the failure: %v", cerr)
 				}
 				return err
 			})
@@ -238,6 +248,141 @@ func TestTransportStalledSteps(t *testing.T) {
 			}
 			if got := calls(); !slices.Equal(got, c.calls) {
 				t.Errorf("calls %v; want %v", got, c.calls)
+			}
+		})
+	}
+}
+
+// With GIN allowed, Alloc leaves the peers outside the LSA team at 0 and
+// names them; EnableGIN makes the device communicator, which Close destroys
+// before the window it reaches is deregistered.
+func TestTransportGIN(t *testing.T) {
+	root := fakeHome(t)
+	calls := callLog(t)
+	reqs := devCommRequirements(t)
+	t.Setenv("FAKE_NCCL_GIN", "2")
+	tr, err := NewTransport(&gatherer{rank: 1, size: 3, root: root}, false, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Window() != (Window{}) || tr.GINPeers() != nil {
+		t.Errorf("before Alloc: window %v, GIN peers %v; want none", tr.Window(), tr.GINPeers())
+	}
+	local, peers, err := tr.AllocWith(1<<16, AllocOptions{AllowGIN: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint64{0, local, 0}; !slices.Equal(peers, want) {
+		t.Errorf("peers %#x; want %#x", peers, want)
+	}
+	if got := tr.GINPeers(); !slices.Equal(got, []int{0, 2}) {
+		t.Errorf("GINPeers() = %v; want [0 2]", got)
+	}
+	if tr.Window().Handle() == 0 {
+		t.Error("Window().Handle() = 0 after Alloc")
+	}
+	dev, err := tr.EnableGIN(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reqs(); len(got) != 1 || got[0] != wantRequirements("2") {
+		t.Errorf("requirements %q; want %q", got, wantRequirements("2"))
+	}
+	if b := dev.Bytes(); len(b) != DevCommBytes || b[8] != 1 {
+		t.Errorf("device communicator %x; want the stand-in's for rank 1", b)
+	}
+	if want := "NCCL 2.30.7 symmetric window (LSA load/store, proxy GIN)"; tr.Name() != want {
+		t.Errorf("Name() = %q; want %q", tr.Name(), want)
+	}
+	if _, err := tr.EnableGIN(2); err == nil {
+		t.Error("a second EnableGIN succeeded")
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ncclCommInitRankConfig", "ncclMemAlloc", "ncclCommWindowRegister", "ncclDevCommCreate",
+		"ncclDevCommDestroy", "ncclCommWindowDeregister", "ncclMemFree", "ncclCommFinalize", "ncclCommDestroy"}
+	if got := calls(); !slices.Equal(got, want) {
+		t.Errorf("calls %v; want %v", got, want)
+	}
+}
+
+// EnableGIN refuses, on every rank, a GIN or a library the kernels cannot
+// use, and reports another rank's failure.
+func TestTransportGINRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		env     map[string]string
+		g       *gatherer
+		noAlloc bool // EnableGIN before Alloc
+		want    string
+		is      error
+		calls   []string // the calls of EnableGIN and Close; by default those of a refusal before NCCL is asked
+	}{
+		{name: "no GIN", env: map[string]string{"FAKE_NCCL_GIN": "0"}, is: ErrGINUnsupported,
+			want: "NCCL found no GIN backend (GIN type none): a network with GPU-initiated RDMA, or an RMA plugin through NCCL_RMA_PLUGIN, is needed (docs/MULTINODE.md)"},
+		{name: "GDAKI", env: map[string]string{"FAKE_NCCL_GIN": "3"}, is: ErrGINUnsupported,
+			want: "NCCL's GIN here is GDAKI, and epbench's GIN kernels are built for NCCL's proxy GIN only"},
+		{name: "NCCL 2.31.0", env: map[string]string{"FAKE_NCCL_VERSION": "23100"}, is: ErrGINUnsupported,
+			want: "found NCCL 2.31.0 at "},
+		{name: "NCCL 2.30.6", env: map[string]string{"FAKE_NCCL_VERSION": "23006"}, is: ErrGINUnsupported,
+			want: "NCCL 2.30.7 or a later 2.30 release is needed"},
+		{name: "before Alloc", noAlloc: true, want: "NCCL transport: GIN enabled before Alloc"},
+		{name: "another rank refused", g: &gatherer{rank: 0, size: 3, other: failing(4, 2)},
+			want: "NCCL transport: rank 2 could not use NCCL's GIN"},
+		{name: "another rank's creation failed", g: &gatherer{rank: 0, size: 3, other: failing(5, 1)},
+			calls: []string{"ncclDevCommCreate", "ncclDevCommDestroy", "ncclCommWindowDeregister", "ncclMemFree", "ncclCommFinalize", "ncclCommDestroy"},
+			want:  "NCCL transport: rank 1 could not create its NCCL device communicator"},
+		{name: "creation failed", env: map[string]string{"FAKE_NCCL_DEVCOMM_ASYNC": "3", "FAKE_NCCL_DEVCOMM_ERROR": "GIN is disabled."},
+			want:  "NCCL device communicator with GIN: ncclDevCommCreate: fake: internal error (GIN is disabled.)",
+			calls: []string{"ncclDevCommCreate", "ncclCommAbort", "ncclMemFree"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := c.g
+			if g == nil {
+				g = &gatherer{rank: 0, size: 2}
+			}
+			g.root = fakeHome(t)
+			calls := callLog(t)
+			t.Setenv("FAKE_NCCL_GIN", "2")
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			tr, err := NewTransport(g, false, testTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.noAlloc {
+				if _, _, err := tr.AllocWith(1<<16, AllocOptions{AllowGIN: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err = tr.EnableGIN(4)
+			if cerr := tr.Close(); cerr != nil {
+				t.Errorf("Close after the refusal: %v", cerr)
+			}
+			switch {
+			case err == nil:
+				t.Fatal("no error")
+			case c.is != nil && !errors.Is(err, c.is):
+				t.Errorf("error %v, want %v", err, c.is)
+			case !strings.Contains(err.Error(), c.want):
+				t.Errorf("error %q, want it to contain %q", err, c.want)
+			}
+			want := []string{"ncclCommInitRankConfig"}
+			if !c.noAlloc {
+				want = append(want, "ncclMemAlloc", "ncclCommWindowRegister")
+			}
+			switch {
+			case c.calls != nil:
+				want = append(want, c.calls...)
+			case c.noAlloc:
+				want = append(want, "ncclCommFinalize", "ncclCommDestroy")
+			default:
+				want = append(want, "ncclCommWindowDeregister", "ncclMemFree", "ncclCommFinalize", "ncclCommDestroy")
+			}
+			if got := calls(); !slices.Equal(got, want) {
+				t.Errorf("calls %v; want %v", got, want)
 			}
 		})
 	}

@@ -44,6 +44,10 @@ type Window struct {
 	h unsafe.Pointer
 }
 
+// Handle is the window's ncclWindow_t: the device address of NCCL's
+// description of the window, which GIN kernels take to put into it.
+func (w Window) Handle() uint64 { return uint64(uintptr(w.h)) }
+
 // RegisterWindow is ncclCommWindowRegister of size bytes at device address
 // ptr as a collective symmetric window: every rank of the communicator
 // registers its own buffer of the same size, and NCCL wants the base aligned

@@ -8,15 +8,21 @@
  *   FAKE_NCCL_INIT_RESULT   ncclCommInitRankConfig fails at once with this
  *                           result, FAKE_NCCL_INIT_ERROR its last-error text
  *   FAKE_NCCL_<STEP>_POLLS  a step of a non-blocking communicator (INIT,
- *                           REGISTER: a window registration, FINALIZE) stays
+ *                           REGISTER: a window registration, DEVCOMM: a
+ *                           device communicator's creation, FINALIZE) stays
  *                           in progress for this many ncclCommGetAsyncError
  *                           polls (default 0), or "forever": a peer that
  *                           never joins the step
  *   FAKE_NCCL_<STEP>_ASYNC  ... and then fails with this result ...
  *   FAKE_NCCL_<STEP>_ERROR  ... and this last-error text
  *   FAKE_NCCL_LOG           a file that every call creating or releasing a
- *                           communicator, window or buffer appends its name
- *                           to, one a line
+ *                           communicator, window, device communicator or
+ *                           buffer appends its name to, one a line
+ *   FAKE_NCCL_DEVCOMM_LOG   a file that ncclDevCommCreate appends the
+ *                           requirements it got to, one line of name=value
+ *   FAKE_NCCL_DEVCOMM_SIZE  how many bytes of device communicator the
+ *                           library writes (default 240, NCCL 2.30.7's; at
+ *                           most 4096), as a later library may write more
  *   FAKE_NCCL_LSA_PEERS     "all": every peer is load/store reachable
  *                           (default: only the own rank)
  *   FAKE_NCCL_NO_SYMMETRIC  1: window registration succeeds with no window,
@@ -28,17 +34,21 @@
  * Communicators are non-blocking (blocking = 0 in the config), and as NCCL
  * 2.30 does with those, init returns in progress unless it is done at once, finalize
  * returns in progress, and a window registration returns success while it is
- * still in progress, writing the window only when done. A step completes on
+ * still in progress, writing the window only when done; so does the creation
+ * of a device communicator. A step completes on
  * the poll after its last in-progress one (an init with no polls to wait
  * for, within the call). ncclCommAbort ends a communicator in any state.
  *
  * Built with -DFAKE_NCCL_NO_PEER_POINTER it lacks ncclGetPeerDevicePointer,
  * as libraries before 2.30 do. Where the real library would only misbehave,
  * this one fails loudly: destroy before finalize, destroy with windows
- * registered, window flags other than the symmetric one, a communicator used
+ * registered or device communicators left, window flags other than the
+ * symmetric one, a communicator used
  * before its step completed, a config or properties struct of the wrong
- * size, magic or version, a blocking config, and a config field other than
- * blocking set.
+ * size, magic or version, a blocking config, a config field other than
+ * blocking set, device communicator requirements of the wrong size, magic or
+ * version, and the destruction of a device communicator this library did
+ * not make for the communicator.
  */
 #include <limits.h>
 #include <stdarg.h>
@@ -61,8 +71,8 @@ typedef struct {
 } unique_id;
 
 /* The steps of a non-blocking communicator, by their environment names. */
-enum step { STEP_NONE, STEP_INIT, STEP_REGISTER, STEP_FINALIZE };
-static const char* const step_names[] = {"", "INIT", "REGISTER", "FINALIZE"};
+enum step { STEP_NONE, STEP_INIT, STEP_REGISTER, STEP_DEVCOMM, STEP_FINALIZE };
+static const char* const step_names[] = {"", "INIT", "REGISTER", "DEVCOMM", "FINALIZE"};
 
 struct window;
 
@@ -78,6 +88,12 @@ struct comm {
     void* buff;
     size_t size;
     struct window** out;
+    /* Device communicators made and not destroyed, and a creation in
+     * progress: where it goes, its version and contexts. */
+    int devcomms;
+    unsigned char* dev_out;
+    unsigned int dev_version;
+    int dev_contexts;
 };
 
 struct window {
@@ -129,6 +145,45 @@ typedef struct {
     bool hostRmaSupport;
     int railedGinType;
 } properties;
+
+/* The device communicator requirements of version 2.30.7, written out on
+ * their own like the config. */
+typedef struct {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    void* resourceRequirementsList;
+    void* teamRequirementsList;
+    bool lsaMultimem;
+    int barrierCount;
+    int lsaBarrierCount;
+    int railGinBarrierCount;
+    int lsaLLA2ABlockCount;
+    int lsaLLA2ASlotCount;
+    bool ginForceEnable;
+    int ginContextCount;
+    int ginSignalCount;
+    int ginCounterCount;
+    int ginConnectionType;
+    bool ginExclusiveContexts;
+    int ginQueueDepth;
+    int ginTrafficClass;
+    int worldGinBarrierCount;
+    bool ginStrongSignalsRequired;
+    bool ginVaSignalsRequired;
+} dev_requirements;
+
+/* Where the 2.30.7 device communicator keeps what this library writes and
+ * reads of it; the rest stays zero. The GIN handle slot holds the
+ * communicator it was made for. */
+#define DEV_COMM_BYTES 240
+#define DEV_COMM_MAX 4096
+#define DEV_MAGIC 0
+#define DEV_VERSION 4
+#define DEV_RANK 8
+#define DEV_NRANKS 12
+#define DEV_GIN_HANDLE 152
+#define DEV_GIN_CONTEXTS 200
 
 static __thread char last_error[512];
 
@@ -190,6 +245,23 @@ static void finish_step(struct comm* c) {
         c->windows++;
         *c->out = w;
         break;
+    case STEP_DEVCOMM: {
+        long n = env_long("FAKE_NCCL_DEVCOMM_SIZE", DEV_COMM_BYTES);
+        if (n < DEV_COMM_BYTES || n > DEV_COMM_MAX) n = DEV_COMM_BYTES;
+        unsigned char* d = c->dev_out;
+        memset(d, 0, DEV_COMM_BYTES);
+        memset(d + DEV_COMM_BYTES, 0xab, (size_t)n - DEV_COMM_BYTES);
+        unsigned int magic = API_MAGIC;
+        uintptr_t handle = (uintptr_t)c;
+        memcpy(d + DEV_MAGIC, &magic, sizeof magic);
+        memcpy(d + DEV_VERSION, &c->dev_version, sizeof c->dev_version);
+        memcpy(d + DEV_RANK, &c->rank, sizeof c->rank);
+        memcpy(d + DEV_NRANKS, &c->nranks, sizeof c->nranks);
+        memcpy(d + DEV_GIN_HANDLE, &handle, sizeof handle);
+        memcpy(d + DEV_GIN_CONTEXTS, &c->dev_contexts, sizeof c->dev_contexts);
+        c->devcomms++;
+        break;
+    }
     case STEP_FINALIZE:
         c->finalized = 1;
         break;
@@ -333,6 +405,7 @@ int ncclCommDestroy(struct comm* c) {
     if (rc != OK) return rc;
     if (!c->finalized) return fail(INVALID_USAGE, "fake: ncclCommDestroy before ncclCommFinalize");
     if (c->windows != 0) return fail(INVALID_USAGE, "fake: %d windows still registered", c->windows);
+    if (c->devcomms != 0) return fail(INVALID_USAGE, "fake: %d device communicators left", c->devcomms);
     free(c);
     return OK;
 }
@@ -416,3 +489,55 @@ int ncclGetPeerDevicePointer(struct window* w, size_t offset, int peer, void** o
     return OK;
 }
 #endif
+
+static void log_requirements(const dev_requirements* r) {
+    const char* path = getenv("FAKE_NCCL_DEVCOMM_LOG");
+    if (path == NULL || *path == 0) return;
+    FILE* f = fopen(path, "a");
+    if (f == NULL) return;
+    fprintf(f,
+            "size=%zu magic=%#x version=%u resourceRequirementsList=%#lx teamRequirementsList=%#lx lsaMultimem=%d "
+            "barrierCount=%d lsaBarrierCount=%d railGinBarrierCount=%d lsaLLA2ABlockCount=%d lsaLLA2ASlotCount=%d "
+            "ginForceEnable=%d ginContextCount=%d ginSignalCount=%d ginCounterCount=%d ginConnectionType=%d "
+            "ginExclusiveContexts=%d ginQueueDepth=%d ginTrafficClass=%d worldGinBarrierCount=%d "
+            "ginStrongSignalsRequired=%d ginVaSignalsRequired=%d\n",
+            r->size, r->magic, r->version, (unsigned long)(uintptr_t)r->resourceRequirementsList,
+            (unsigned long)(uintptr_t)r->teamRequirementsList, r->lsaMultimem,
+            r->barrierCount, r->lsaBarrierCount, r->railGinBarrierCount, r->lsaLLA2ABlockCount, r->lsaLLA2ASlotCount,
+            r->ginForceEnable, r->ginContextCount, r->ginSignalCount, r->ginCounterCount, r->ginConnectionType,
+            r->ginExclusiveContexts, r->ginQueueDepth, r->ginTrafficClass, r->worldGinBarrierCount,
+            r->ginStrongSignalsRequired, r->ginVaSignalsRequired);
+    fclose(f);
+}
+
+int ncclDevCommCreate(struct comm* c, const dev_requirements* r, unsigned char* out) {
+    log_call("ncclDevCommCreate");
+    if (c == NULL || r == NULL || out == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm, requirements or device communicator");
+    if (r->size != sizeof *r) return fail(INVALID_USAGE, "fake: requirements size %zu, want %zu", r->size, sizeof *r);
+    if (r->magic != API_MAGIC) return fail(INVALID_USAGE, "fake: requirements magic %#x", r->magic);
+    if ((int)r->version > version()) return fail(INVALID_USAGE, "fake: requirements version %u is newer than the library (%d)", r->version, version());
+    if (r->version < 23000) return fail(INVALID_USAGE, "fake: requirements version %u predates 2.30", r->version);
+    int rc = ready(c);
+    if (rc != OK) return rc;
+    log_requirements(r);
+    c->dev_out = out;
+    c->dev_version = r->version;
+    c->dev_contexts = r->ginContextCount;
+    start_step(c, STEP_DEVCOMM);
+    /* NCCL's answer even while the creation is in progress. */
+    return OK;
+}
+
+int ncclDevCommDestroy(struct comm* c, const unsigned char* d) {
+    log_call("ncclDevCommDestroy");
+    if (c == NULL || d == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm or device communicator");
+    unsigned int magic;
+    uintptr_t handle;
+    memcpy(&magic, d + DEV_MAGIC, sizeof magic);
+    memcpy(&handle, d + DEV_GIN_HANDLE, sizeof handle);
+    if (magic != API_MAGIC) return fail(INVALID_USAGE, "fake: device communicator magic %#x", magic);
+    if (handle != (uintptr_t)c) return fail(INVALID_ARGUMENT, "fake: device communicator of another communicator");
+    if (c->devcomms == 0) return fail(INVALID_USAGE, "fake: no device communicator left to destroy");
+    c->devcomms--;
+    return OK;
+}
