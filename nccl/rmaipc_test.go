@@ -1,0 +1,81 @@
+package nccl
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRMAPluginBuilds compiles the one-node RMA plugin (testdata/rmaipc, the
+// stand-in network that lets NCCL's proxy GIN run without an RDMA NIC) with
+// scripts/rma-plugin.sh, as a GPU node would, and checks that it exports the
+// table NCCL looks up. The plugin only runs on GPU nodes; this keeps it
+// compiling, warning-free, everywhere else.
+func TestRMAPluginBuilds(t *testing.T) {
+	home := cudaHomeFromCgo(t)
+	out := filepath.Join(t.TempDir(), "librma-ipc.so")
+	cmd := exec.Command(filepath.Join("..", "scripts", "rma-plugin.sh"), out)
+	cmd.Env = append(os.Environ(), "CUDA_HOME="+home)
+	stdout, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("scripts/rma-plugin.sh %s with CUDA_HOME=%s: %v\n%s", out, home, err, stderr)
+	}
+	if want := "export NCCL_RMA_PLUGIN=" + out + "\n"; string(stdout) != want {
+		t.Errorf("scripts/rma-plugin.sh printed %q; want %q", stdout, want)
+	}
+
+	syms, err := exec.Command("nm", "-D", "--defined-only", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nm -D %s: %v\n%s", out, err, syms)
+	}
+	for _, line := range strings.Split(string(syms), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[2] == "ncclRmaPlugin_v14" {
+			if f[1] != "D" && f[1] != "R" {
+				t.Fatalf("ncclRmaPlugin_v14 has symbol type %s; want a data object (D or R)", f[1])
+			}
+			return
+		}
+	}
+	t.Fatalf("%s does not export ncclRmaPlugin_v14; nm -D --defined-only:\n%s", out, syms)
+}
+
+// cudaHomeFromCgo returns the CUDA tree of the first -I directory in
+// CGO_CFLAGS that holds cuda.h with the link stub beside it
+// (../lib64/stubs/libcuda.so), as the Makefile sets them up. It skips the
+// test when no include directory has cuda.h.
+func cudaHomeFromCgo(t *testing.T) string {
+	t.Helper()
+	flags := strings.Fields(os.Getenv("CGO_CFLAGS"))
+	var headers []string
+	for i, f := range flags {
+		dir, ok := strings.CutPrefix(f, "-I")
+		if ok && dir == "" && i+1 < len(flags) {
+			dir = flags[i+1]
+		}
+		if !ok || dir == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cuda.h")); err != nil {
+			continue
+		}
+		headers = append(headers, dir)
+		home := filepath.Dir(filepath.Clean(dir))
+		if _, err := os.Stat(filepath.Join(home, "lib64", "stubs", "libcuda.so")); err == nil {
+			return home
+		}
+	}
+	if len(headers) == 0 {
+		t.Skipf("SKIPPED: no cuda.h in the include directories of CGO_CFLAGS=%q: the RMA plugin was not compiled "+
+			"(make test sets CGO_CFLAGS; `make deps` extracts the CUDA headers)", os.Getenv("CGO_CFLAGS"))
+	}
+	t.Fatalf("cuda.h found in %s, but none has lib64/stubs/libcuda.so beside it to link the RMA plugin against",
+		strings.Join(headers, ", "))
+	return ""
+}
