@@ -464,14 +464,32 @@ func (c *Config) CheckCompute(compute Compute) error {
 }
 
 // CheckTransport refuses, on the CUDA backend, what no transport offers:
-// -n/--disable-nvlink (every peer through NCCL's GIN) until kernels that put
-// through GIN exist.
+// -n/--disable-nvlink (every peer through NCCL's GIN) over CUDA IPC, or
+// with what the GIN build of the kernels leaves out (direct_send, the inline
+// and lines protocols).
 func (c *Config) CheckTransport() error {
-	if c.DisableNVLink {
-		return &UsageError{Flag: "--disable-nvlink", Why: "every peer through NCCL's GIN needs kernels that put " +
-			"through GIN, and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)"}
+	if !c.DisableNVLink {
+		return nil
+	}
+	switch {
+	case c.Transport == TransportIPC:
+		return &UsageError{Flag: "--disable-nvlink", Why: "sends every peer through NCCL's GIN, which needs --transport nccl (or auto)"}
+	case c.CombineMode == DirectSend:
+		return &UsageError{Flag: "--disable-nvlink", Why: "the kernels that put through GIN combine with rank_local_reduce only, not direct_send"}
+	case c.Protocol == ProtocolInline || c.Protocol == ProtocolLines:
+		return &UsageError{Flag: "--disable-nvlink", Why: "the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"}
 	}
 	return nil
+}
+
+// TransportFor is the transport a job takes: --transport, where auto is
+// CUDA IPC when every rank is on one node (sameNode) and NCCL otherwise or
+// with -n.
+func (c *Config) TransportFor(sameNode bool) Transport {
+	if c.DisableNVLink && c.Transport == TransportAuto {
+		return TransportNCCL
+	}
+	return c.Transport.Resolve(sameNode)
 }
 
 func checkRanks(ranks int, ranksLabel string, experts int, expertsLabel string) error {

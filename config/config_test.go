@@ -605,8 +605,28 @@ func TestCheckTransport(t *testing.T) {
 	c, err := Parse([]string{"--transport", "nccl"}, nil)
 	noErr(t, err)
 	noErr(t, c.CheckTransport())
-	c, err = Parse([]string{"-n"}, nil)
+	equal(t, c.TransportFor(true), TransportNCCL)
+	for _, ok := range [][]string{{"-n"}, {"-n", "--transport", "nccl"}, {"-n", "--protocol", "fenced"}, {"-n", "-L", "rm"}} {
+		c, err = Parse(ok, nil)
+		noErr(t, err)
+		noErr(t, c.CheckTransport())
+		equal(t, c.TransportFor(true), TransportNCCL)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "--transport", "ipc"}, "--disable-nvlink: sends every peer through NCCL's GIN, which needs --transport nccl (or auto)"},
+		{[]string{"-n", "--combine-mode", "direct_send"}, "--disable-nvlink: the kernels that put through GIN combine with rank_local_reduce only, not direct_send"},
+		{[]string{"-n", "--protocol", "lines"}, "--disable-nvlink: the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"},
+		{[]string{"-n", "--protocol", "inline", "-t", "4"}, "--disable-nvlink: the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"},
+	} {
+		c, err = Parse(bad.args, nil)
+		noErr(t, err)
+		errText(t, c.CheckTransport(), bad.want)
+	}
+	c, err = Parse(nil, nil)
 	noErr(t, err)
-	errText(t, c.CheckTransport(), "--disable-nvlink: every peer through NCCL's GIN needs kernels that put through GIN, "+
-		"and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)")
+	equal(t, c.TransportFor(true), TransportIPC)
+	equal(t, c.TransportFor(false), TransportNCCL)
 }
