@@ -38,7 +38,20 @@ type Variant struct {
 	FP8               bool  // dispatch carries E4M3
 	DirectSend        bool  // combine mode direct_send (else rank_local_reduce)
 	RankMajor         bool  // the rank-major layout (its combine reduces per rank; never with DirectSend)
+	// GIN: the build whose peers outside the NVLink domain are written
+	// through mirrors and NCCL GIN puts (ll_gin.cuh), of the fenced
+	// protocols with a per-rank combine only; its module's name starts
+	// with ll_nccl_.
+	GIN bool
 }
+
+// NCCLVersion is the NCCL version (NCCL_VERSION_CODE) whose device headers
+// the GIN modules are built against: the layout of the device communicator
+// they are given is that version's (scripts/ptx.sh checks the headers).
+const NCCLVersion = 23007
+
+// ginPrefix starts a GIN variant's name.
+const ginPrefix = "nccl_"
 
 // Spreads reports whether a dispatch of `tokens` tokens in this variant
 // sends its rows spread over the grid (DispatchSpreadKernel), as spreads()
@@ -93,7 +106,11 @@ func (v Variant) String() string {
 	if v.RankMajor {
 		mode = "rm"
 	}
-	return fmt.Sprintf("%s_%s_%s_%s", ProtoNames[v.Dispatch], ProtoNames[v.Combine], dt, mode)
+	name := fmt.Sprintf("%s_%s_%s_%s", ProtoNames[v.Dispatch], ProtoNames[v.Combine], dt, mode)
+	if v.GIN {
+		name = ginPrefix + name
+	}
+	return name
 }
 
 // Module is the name of the variant's PTX file, e.g. ll_inline_inline_bf16_rlr.ptx.
@@ -103,8 +120,12 @@ func (v Variant) Module() string { return "ll_" + v.String() + ".ptx" }
 // (scripts/ptx.sh derives the same from the variant's name; the PTX stamp
 // hashes them, so their spelling is fixed).
 func (v Variant) Defines() string {
-	return fmt.Sprintf("-DEPBENCH_DISPATCH_PROTO=%d -DEPBENCH_COMBINE_PROTO=%d -DEPBENCH_FP8=%d -DEPBENCH_COMBINE_MODE=%d",
+	d := fmt.Sprintf("-DEPBENCH_DISPATCH_PROTO=%d -DEPBENCH_COMBINE_PROTO=%d -DEPBENCH_FP8=%d -DEPBENCH_COMBINE_MODE=%d",
 		v.Dispatch, v.Combine, b01(v.FP8), v.mode())
+	if v.GIN {
+		d += fmt.Sprintf(" -DEPBENCH_GIN=1 -DEPBENCH_NCCL_VERSION=%d", NCCLVersion)
+	}
+	return d
 }
 
 // mode is the variant's LLArgs.combine_mode (Mode*).
@@ -177,7 +198,8 @@ func parseVariants(text string) ([]Variant, error) {
 // parseVariant is the variant of a name Variant.String gives:
 // <dispatch>_<combine>_<bf16|fp8>_<rlr|ds|rm>, the protocols by ProtoNames.
 func parseVariant(name string) (Variant, error) {
-	parts := strings.Split(name, "_")
+	base, gin := strings.CutPrefix(name, ginPrefix)
+	parts := strings.Split(base, "_")
 	if len(parts) != 4 {
 		return Variant{}, fmt.Errorf("variant %q: not <dispatch>_<combine>_<bf16|fp8>_<rlr|ds|rm>", name)
 	}
@@ -201,15 +223,20 @@ func parseVariant(name string) (Variant, error) {
 	default:
 		return Variant{}, fmt.Errorf("variant %q: combine mode %q is none of rlr, ds, rm", name, parts[3])
 	}
+	v.GIN = gin
+	if gin && (v.Dispatch != ProtoFenced || v.Combine != ProtoFenced || v.DirectSend) {
+		return Variant{}, fmt.Errorf("variant %q: a GIN build is of the fenced protocols with rank_local_reduce or rank-major", name)
+	}
 	return v, nil
 }
 
 // Choose is the variant of an operation: both inline when inline, else a
 // lines dispatch when dispatchLines (fenced otherwise) and a lines combine
-// when combineLines (fenced otherwise); rankMajor for the rank-major layout.
-// A choice no PTX file is built for is an error.
-func Choose(inline, dispatchLines, combineLines, fp8, directSend, rankMajor bool) (Variant, error) {
-	v := Variant{Dispatch: ProtoInline, Combine: ProtoInline, FP8: fp8, DirectSend: directSend, RankMajor: rankMajor}
+// when combineLines (fenced otherwise); rankMajor for the rank-major layout;
+// gin for the GIN build (Variant.GIN). A choice no PTX file is built for is
+// an error.
+func Choose(inline, dispatchLines, combineLines, fp8, directSend, rankMajor, gin bool) (Variant, error) {
+	v := Variant{Dispatch: ProtoInline, Combine: ProtoInline, FP8: fp8, DirectSend: directSend, RankMajor: rankMajor, GIN: gin}
 	if !inline {
 		v.Dispatch, v.Combine = ProtoFenced, ProtoFenced
 		if dispatchLines {

@@ -38,7 +38,15 @@
 // ll_dispatch.cuh, once per send path: spread over the grid or not.
 #include <limits.h>
 
+// EPBENCH_GIN=1: the GIN build (ll_gin.cuh), of the fenced variants.
+#ifndef EPBENCH_GIN
+#define EPBENCH_GIN 0
+#endif
+#include "ll_gin.cuh"
 #include "ll.cuh"
+#if EPBENCH_GIN && (EPBENCH_DISPATCH_PROTO != 0 || EPBENCH_COMBINE_PROTO != 0 || EPBENCH_COMBINE_MODE == 1)
+#error "the GIN build is of the fenced protocols with a per-rank combine (rank_local_reduce or rank-major)"
+#endif
 
 using namespace epbench;
 
@@ -309,10 +317,17 @@ __device__ __forceinline__ bool last_ticket(uint64_t* tickets, uint64_t blocks) 
 // rank, made by the warp that took the call's last ticket: the one fence
 // waits for every block's stores, earlier blocks do not fence at all (a
 // system-scope fence waits for the NVLink stores to drain, and many of them
-// at once slow the stream down). Warp-uniform.
+// at once slow the stream down). A peer reached through GIN gets a strong
+// GIN signal add instead (ll_gin.cuh). Warp-uniform.
 __device__ __forceinline__ void release_peers(const LLArgs& a, const uint64_t* bases, uint64_t off_signal) {
     for (int q = threadIdx.x % kWarp; q < a.ranks; q += kWarp) {
         if (q == a.rank || masked(a.active, q)) continue;
+#if EPBENCH_GIN
+        if (gin_peer(q)) {
+            gin_signal(q, off_signal + (uint64_t)a.rank * sizeof(uint64_t));
+            continue;
+        }
+#endif
 #if EPBENCH_BREAK == 2  // kBreakNoFence: a relaxed add, no fence
         asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(at<uint64_t>(bases[q], off_signal) + a.rank) : "memory");
 #else
@@ -752,7 +767,21 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         __syncthreads();
         EPBENCH_TRACE(a, 1);
         if (warp == 0 && !inl && peer_worked && last_ticket(signal + R, peer_blocks)) {
+#if EPBENCH_GIN
+            // GIN peers (ll_gin.cuh): the partials of their tokens, rows
+            // rank * T + t of their combine area, from the mirrors in one put
+            // per peer, posted by the lane that signals that peer below.
+            bool put = false;
+            for (int s = lane; s < R; s += kWarp) {
+                if (direct_self(a, s) || masked(a.active, s) || !gin_peer(s)) continue;
+                gin_put(s, a.off_combine_recv + (uint64_t)a.rank * T * H * 2, (uint64_t)tokens_from(a, s) * H * 2);
+                put = true;
+            }
+#endif
             release_peers(a, a.peers, a.off_combine_signal);
+#if EPBENCH_GIN
+            if (put) gin_flush();  // the next calls write the mirrors again
+#endif
             EPBENCH_TRACE(a, 2);
         }
         if (warp > 0) {

@@ -480,11 +480,41 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // the workers write them while the peers' data is on its way (lines: the
     // send pass wrote them), then go on to the receive side.
     if (warp == 0) {
+#if EPBENCH_GIN
+        // GIN peers (ll_gin.cuh): the messages of tokens [from, to) and,
+        // with counts, the counts go from their mirrors, one put each per
+        // peer: a block's own tokens' as soon as they are stored, or with
+        // the rows spread over the grid, every token's by the block that
+        // takes the last ticket (which has acquired every block's stores).
+        bool put = false;
+        auto gin_puts = [&](int from, int to, bool counts) {
+            for (int q = lane; q < R; q += kWarp) {
+                if (direct_self(a, q) || masked(a.active, q) || !gin_peer(q)) continue;
+                gin_put(q, a.off_dispatch_recv + slot_index(a, a.rank, from) * msg, (uint64_t)(to - from) * msg);
+                if (counts)
+                    gin_put(q, a.off_dispatch_counts + count_index(a, a.rank) * sizeof(int2),
+                            (uint64_t)(rm ? 1 : L) * sizeof(int2));
+                put = true;
+            }
+        };
+        if (!spread && (int)blockIdx.x < stored_blocks) gin_puts(t0, t1, blockIdx.x == 0);
+        // Lane q posts the puts to peer q, lane 0 takes the ticket: the
+        // puts must be in their queues before it, so that the last block's
+        // signal comes after them there (a strong signal settles only the
+        // puts before it).
+        __syncwarp();
+#endif
         if (!inl && !lines && (int)blockIdx.x < stored_blocks &&
             last_ticket(at<uint64_t>(self, a.off_dispatch_signal) + R, stored_blocks)) {
+#if EPBENCH_GIN
+            if (spread) gin_puts(0, own, true);
+#endif
             release_peers(a, peer_base, a.off_dispatch_signal);
             EPBENCH_TRACE(a, 2);
         }
+#if EPBENCH_GIN
+        if (put) gin_flush();  // the next calls write the mirrors again
+#endif
         return;
     }
     const int wt = threadIdx.x - kWarp;

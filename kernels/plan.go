@@ -54,6 +54,12 @@ type Setup struct {
 	Grid int
 	// Trace: buffers for the kernels' phase stamps (EPBENCH_TRACE).
 	Trace bool
+	// GIN: some peers are reached through NCCL GIN (the NCCL transport
+	// with -n, or peers outside the NVLink domain): every operation runs
+	// the GIN build of the fenced protocols (Variant.GIN), and the
+	// symmetric allocation holds a mirror of the buffer per rank
+	// (SymBytes).
+	GIN bool
 }
 
 // Plan is everything a rank allocates and launches for a Setup, computed
@@ -126,6 +132,10 @@ func NewPlan(s Setup) (*Plan, error) {
 		return nil, fmt.Errorf("kernels: a grid of %d blocks", s.Grid)
 	case c.Layout == config.RankMajor && c.CombineMode == config.DirectSend:
 		return nil, &config.UsageError{Flag: "--combine-mode", Why: "direct_send does not apply to the rank-major layout"}
+	case s.GIN && c.CombineMode == config.DirectSend:
+		return nil, &config.UsageError{Flag: "--combine-mode", Why: "direct_send is not built for peers reached through GIN (-n, or ranks outside the NVLink domain): use rank_local_reduce"}
+	case s.GIN && (c.Protocol == config.ProtocolInline || c.Protocol == config.ProtocolLines):
+		return nil, &config.UsageError{Flag: "--protocol", Why: "peers reached through GIN (-n, or ranks outside the NVLink domain) use the fenced protocol only: use auto or fenced"}
 	case c.Protocol == config.ProtocolLines && !s.LinesVerified:
 		return nil, &config.UsageError{Flag: "--protocol", Why: "lines is verified only for ranks sharing one GPU or on GPUs of compute capability " +
 			LinesVerifiedCC + " linked by NVLink (a 128-byte line must arrive whole); use auto, fenced or inline"}
@@ -163,8 +173,18 @@ func NewPlan(s Setup) (*Plan, error) {
 // RankMajor reports whether the dispatch output is rank-major (-L rm).
 func (p *Plan) RankMajor() bool { return p.Cfg.Layout == config.RankMajor }
 
+// SymBytes is the symmetric allocation of every rank: the buffer (Sym), and
+// with GIN a mirror of it per rank after it (ll_gin.cuh: rank q's at
+// (q + 1) × Sym.Total), where the kernels write what goes to a GIN peer.
+func (p *Plan) SymBytes() int64 {
+	if p.GIN {
+		return p.Sym.Total * int64(p.Ranks+1)
+	}
+	return p.Sym.Total
+}
+
 // Memory is the device memory the plan allocates.
-func (p *Plan) Memory() int64 { return p.Sym.Total + p.Local.Total() }
+func (p *Plan) Memory() int64 { return p.SymBytes() + p.Local.Total() }
 
 // TraceBytes is the phase stamps of one call of a kernel (the largest grid).
 func (p *Plan) TraceBytes() int64 { return int64(p.Grid) * TracePoints * 8 }
@@ -237,9 +257,12 @@ func (p *Plan) Launch(tokens, own int) (Launch, error) {
 	if own < 0 || own > tokens {
 		return Launch{}, fmt.Errorf("a rank dispatching %d tokens of at most %d", own, tokens)
 	}
-	inline := p.Inline(tokens)
-	v, err := Choose(inline, p.DispatchLines(tokens), p.CombineLines(tokens),
-		c.DispatchDtype == config.DtypeFP8E4M3, c.CombineMode == config.DirectSend, p.RankMajor())
+	inline, dl, cl := p.Inline(tokens), p.DispatchLines(tokens), p.CombineLines(tokens)
+	if p.GIN {
+		inline, dl, cl = false, false, false
+	}
+	v, err := Choose(inline, dl, cl, c.DispatchDtype == config.DtypeFP8E4M3, c.CombineMode == config.DirectSend,
+		p.RankMajor(), p.GIN)
 	if err != nil {
 		return Launch{}, err
 	}

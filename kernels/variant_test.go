@@ -17,37 +17,48 @@ func TestEveryPlannedChoiceHasAVariant(t *testing.T) {
 			for _, mode := range []string{"rlr", "ds", "rm"} {
 				ds := mode == "ds"
 				for _, nvlink := range []bool{false, true} {
-					for _, hidden := range []int{128, 7168} {
-						cfg := config.Default()
-						cfg.Protocol, cfg.DispatchDtype, cfg.Hidden, cfg.Tokens = p, dt, hidden, 4096
-						if ds {
-							cfg.CombineMode = config.DirectSend
-						}
-						if mode == "rm" {
-							cfg.Layout = config.RankMajor
-						}
-						if p == config.ProtocolInline {
-							cfg.Tokens = config.InlineMaxTokens
-						}
-						plan, err := kernels.NewPlan(kernels.Setup{Cfg: cfg, Ranks: 2, LinesVerified: nvlink, Grid: 132})
-						if p == config.ProtocolLines && !nvlink {
-							if err == nil {
-								t.Fatal("--protocol lines without NVLink was planned")
+					for _, gin := range []bool{false, true} {
+						for _, hidden := range []int{128, 7168} {
+							cfg := config.Default()
+							cfg.Protocol, cfg.DispatchDtype, cfg.Hidden, cfg.Tokens = p, dt, hidden, 4096
+							if ds {
+								cfg.CombineMode = config.DirectSend
 							}
-							continue
-						}
-						if err != nil {
-							t.Fatal(err)
-						}
-						for _, tokens := range []int{1, 2, 3, 15, 16, 128, 4096} {
-							if tokens > cfg.Tokens {
+							if mode == "rm" {
+								cfg.Layout = config.RankMajor
+							}
+							if p == config.ProtocolInline {
+								cfg.Tokens = config.InlineMaxTokens
+							}
+							plan, err := kernels.NewPlan(kernels.Setup{Cfg: cfg, Ranks: 2, LinesVerified: nvlink, Grid: 132, GIN: gin})
+							if gin && (ds || p == config.ProtocolInline || p == config.ProtocolLines) {
+								if err == nil {
+									t.Fatalf("GIN with protocol %v, direct_send %v was planned", p, ds)
+								}
 								continue
 							}
-							l, err := plan.Launch(tokens, tokens)
-							if err != nil {
-								t.Fatalf("protocol %v, %v, direct_send %v, nvlink %v, %d tokens: %v", p, dt, ds, nvlink, tokens, err)
+							if p == config.ProtocolLines && !nvlink {
+								if err == nil {
+									t.Fatal("--protocol lines without NVLink was planned")
+								}
+								continue
 							}
-							seen[l.Variant] = true
+							if err != nil {
+								t.Fatal(err)
+							}
+							for _, tokens := range []int{1, 2, 3, 15, 16, 128, 4096} {
+								if tokens > cfg.Tokens {
+									continue
+								}
+								l, err := plan.Launch(tokens, tokens)
+								if err != nil {
+									t.Fatalf("protocol %v, %v, direct_send %v, nvlink %v, %d tokens: %v", p, dt, ds, nvlink, tokens, err)
+								}
+								if l.Variant.GIN != gin || (gin && (l.Variant.Dispatch != kernels.ProtoFenced || l.Variant.Combine != kernels.ProtoFenced)) {
+									t.Fatalf("GIN %v planned %v", gin, l.Variant)
+								}
+								seen[l.Variant] = true
+							}
 						}
 					}
 				}
@@ -60,7 +71,7 @@ func TestEveryPlannedChoiceHasAVariant(t *testing.T) {
 }
 
 func TestChooseRefusesAnUnbuiltPair(t *testing.T) {
-	if _, err := kernels.Choose(false, true, false, false, false, false); err == nil {
+	if _, err := kernels.Choose(false, true, false, false, false, false, false); err == nil {
 		t.Fatal("a lines dispatch with a fenced combine has no module, yet was chosen")
 	}
 }

@@ -27,10 +27,15 @@ cd "$(dirname "$0")/.."
 # lines 2), EPBENCH_FP8 1 for fp8, EPBENCH_COMBINE_MODE (kMode*) 1 for ds,
 # 2 for rm (the rank-major layout).
 variant_defines() {
-	local d c dt mode extra v
+	local d c dt mode extra v name=$1 gin=
 	local -a p
-	IFS=_ read -r d c dt mode extra <<<"$1"
-	if [ -n "$extra" ] || [ "${d}_${c}_${dt}_${mode}" != "$1" ]; then
+	case $name in nccl_*)
+		gin=1
+		name=${name#nccl_}
+		;;
+	esac
+	IFS=_ read -r d c dt mode extra <<<"$name"
+	if [ -n "$extra" ] || [ "${d}_${c}_${dt}_${mode}" != "$name" ]; then
 		echo "ptx: variant $1: not <dispatch>_<combine>_<bf16|fp8>_<rlr|ds|rm>" >&2
 		return 1
 	fi
@@ -63,7 +68,31 @@ variant_defines() {
 		;;
 	esac
 	defines="-DEPBENCH_DISPATCH_PROTO=${p[0]} -DEPBENCH_COMBINE_PROTO=${p[1]} -DEPBENCH_FP8=$dt -DEPBENCH_COMBINE_MODE=$mode"
+	if [ -n "$gin" ]; then
+		if [ "${p[0]}${p[1]}" != 00 ] || [ "$mode" = 1 ]; then
+			echo "ptx: variant $1: a GIN build (nccl_) is of the fenced protocols with rlr or rm" >&2
+			return 1
+		fi
+		defines="$defines -DEPBENCH_GIN=1 -DEPBENCH_NCCL_VERSION=$nccl_version"
+	fi
 }
+
+# The GIN variants (nccl_) include NCCL's device headers from NCCL_INCLUDE,
+# else $NCCL_HOME/include (nccl.h and nccl_device.h of the version
+# kernels.NCCLVersion names; the
+# stamp hashes the version, so other headers fail the PTX test). Without
+# NCCL_INCLUDE, --defines and the other variants still work.
+nccl_version=
+if [ -z "${NCCL_INCLUDE:-}" ] && [ -n "${NCCL_HOME:-}" ] && [ -f "$NCCL_HOME/include/nccl_device.h" ]; then
+	NCCL_INCLUDE=$NCCL_HOME/include
+fi
+if [ -n "${NCCL_INCLUDE:-}" ]; then
+	[ -f "$NCCL_INCLUDE/nccl_device.h" ] || { echo "ptx: NCCL_INCLUDE=$NCCL_INCLUDE has no nccl_device.h" >&2; exit 1; }
+	nccl_version=$(sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\).*/\1/p' "$NCCL_INCLUDE/nccl.h")
+	[ -n "$nccl_version" ] || { echo "ptx: no NCCL_VERSION_CODE in $NCCL_INCLUDE/nccl.h" >&2; exit 1; }
+else
+	nccl_version=$(sed -n 's/^const NCCLVersion = \([0-9]*\)$/\1/p' kernels/kernels.go 2>/dev/null || true)
+fi
 
 # The variants: one name a line, blank lines and what follows a # ignored.
 names=()
@@ -126,6 +155,12 @@ if [ -n "$broken" ] && [ "$(cd "$outdir" 2>/dev/null && pwd)" = "$(pwd)/kernels/
 	echo "ptx: a broken build (EPBENCH_BREAK) never goes into kernels/ptx" >&2
 	exit 1
 fi
+for name in "${names[@]}"; do
+	case $name in ll_nccl_*)
+		[ -n "${NCCL_INCLUDE:-}" ] || { echo "ptx: the GIN variants (${name#ll_}) need NCCL_INCLUDE, NCCL's include directory (nccl.h, nccl_device.h)" >&2; exit 1; }
+		;;
+	esac
+done
 command -v "$nvcc" >/dev/null || { echo "ptx: $nvcc not found: set NVCC or CUDA_HOME" >&2; exit 1; }
 release=$("$nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
 if [ "$release" != 13 ] && [ -z "${EPBENCH_ANY_NVCC:-}" ]; then
@@ -152,7 +187,9 @@ for i in "${!names[@]}"; do
 	name=${names[$i]} defines=${defs[$i]}
 	(
 		# shellcheck disable=SC2086
-		"$nvcc" $flags $defines ${broken:+-DEPBENCH_BREAK=$broken} -o "$tmp/$name.raw" kernels/ll.cu
+		inc=()
+		case $name in ll_nccl_*) inc=(-I "$NCCL_INCLUDE") ;; esac
+		"$nvcc" $flags $defines ${broken:+-DEPBENCH_BREAK=$broken} "${inc[@]}" -o "$tmp/$name.raw" kernels/ll.cu
 		{ printf '// epbench-src-sha256: %s\n' "$(stamp "$defines")"; cat "$tmp/$name.raw"; } >"$tmp/$name.ptx"
 	) &
 	pids+=($!)
