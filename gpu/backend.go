@@ -100,8 +100,14 @@ func (b *Backend) setup(g Gatherer, sh Sharing) error {
 		lines = lines && r[0] == 1
 		grid = min(grid, r[1])
 	}
+	// -n: every peer through GIN (config.CheckTransport made sure of the
+	// NCCL transport); one rank has no peer to reach.
+	gin := cfg.DisableNVLink
+	if gin && b.shape.Ranks < 2 {
+		return &config.UsageError{Flag: "--disable-nvlink", Why: "needs at least 2 ranks: the own rank is never reached through GIN"}
+	}
 	if b.plan, err = kernels.NewPlan(kernels.Setup{Cfg: cfg, Ranks: b.shape.Ranks, LinesVerified: lines, Grid: grid,
-		Trace: os.Getenv(TraceEnv) != ""}); err != nil {
+		Trace: os.Getenv(TraceEnv) != "", GIN: gin}); err != nil {
 		return err
 	}
 	need := b.plan.Memory()
@@ -120,7 +126,7 @@ func (b *Backend) setup(g Gatherer, sh Sharing) error {
 		return err
 	}
 	b.params = NewParamBlock(kernels.ArgsSize)
-	if err := b.mem.allocate(b.plan, b.stream); err != nil {
+	if err := b.mem.allocate(b.plan, b.stream, b.shape.Rank, gin); err != nil {
 		return err
 	}
 	b.graphs = [2][]Graph{make([]Graph, 2*b.plan.Local.Routings), make([]Graph, 2*b.plan.Local.Routings)}
@@ -238,6 +244,13 @@ func (b *Backend) Name() string { return string(config.ComputeCUDA) }
 // Close implements bench.Backend.
 func (b *Backend) Close() error {
 	var errs []error
+	if b.stream.Live() && b.plan != nil && b.plan.GIN {
+		// A kernel held in NCCL's unbounded GIN waits never ends: then the
+		// rest is left to the process's exit, which the driver cleans up.
+		if done, err := b.stream.SyncWithin(GINStallMargin); err != nil || !done {
+			return errors.Join(err, &GINStallError{After: GINStallMargin})
+		}
+	}
 	if b.stream.Live() {
 		errs = append(errs, b.stream.Sync())
 		b.printTrace()

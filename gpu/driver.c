@@ -38,6 +38,15 @@ int ep_module_function(uint64_t module, const char* name, uint64_t* function) {
     return (int)r;
 }
 
+int ep_module_global(uint64_t module, const char* name, uint64_t* ptr, size_t* bytes) {
+    CUdeviceptr p = 0;
+    size_t n = 0;
+    CUresult rc = cuModuleGetGlobal(&p, &n, (CUmodule)(uintptr_t)module, name);
+    *ptr = (uint64_t)p;
+    *bytes = n;
+    return (int)rc;
+}
+
 int ep_launch(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args) {
     void* params[1] = {args};
     return (int)cuLaunchKernel((CUfunction)(uintptr_t)function, grid, 1, 1, block, 1, 1, smem,

@@ -6,7 +6,9 @@ package gpu
 import "C"
 
 import (
+	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -63,6 +65,25 @@ func (s Stream) Sync() error {
 		return fmt.Errorf("cuStreamSynchronize: %w", err)
 	}
 	return nil
+}
+
+// SyncWithin waits for everything enqueued on the stream, at most d: false
+// (and no error) when the work is still running then.
+func (s Stream) SyncWithin(d time.Duration) (bool, error) {
+	deadline := time.Now().Add(d)
+	for pause := time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+		err := s.s.Query()
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, cu.NotReady) {
+			return false, fmt.Errorf("cuStreamQuery: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		time.Sleep(pause)
+	}
 }
 
 // handle is the stream as our C wrappers take it.

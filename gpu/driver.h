@@ -16,6 +16,7 @@ const char* ep_error_string(int code);
 int ep_module_load(const char* image, uint64_t* module, char* log, size_t log_size);
 int ep_module_unload(uint64_t module);
 int ep_module_function(uint64_t module, const char* name, uint64_t* function);
+int ep_module_global(uint64_t module, const char* name, uint64_t* ptr, size_t* bytes);
 
 // Launches function with a single by-value parameter block at args.
 int ep_launch(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args);

@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/kernels"
@@ -47,6 +48,11 @@ func (b *Backend) selectKernels() error {
 		}
 		if ks.module, err = LoadModule(ptx); err != nil {
 			return fmt.Errorf("loading the LL kernels (%s): %w", v.Module(), err)
+		}
+		if v.GIN {
+			if err := b.mem.fillGIN(ks.module, b.stream); err != nil {
+				return errors.Join(fmt.Errorf("%s: %w", v.Module(), err), ks.module.Unload())
+			}
 		}
 		ks.entries = map[string]Function{}
 		for _, name := range v.Entries() {
@@ -181,8 +187,41 @@ func (b *Backend) Combine(j int) error {
 // Sync implements bench.Backend: it waits for the stream and reports a
 // kernel's expired wait as a *TimeoutError.
 func (b *Backend) Sync() error {
+	if b.plan.GIN {
+		return b.syncGIN()
+	}
 	if err := b.stream.Sync(); err != nil {
 		return err
+	}
+	return b.kernelError()
+}
+
+// GINStallMargin is how long past the kernels' own bound (--timeout-ms) the
+// host waits for a GIN build's kernels: NCCL's device-side waits (for room
+// in a GIN queue, for a flush) are not bounded, so a GIN backend that stops
+// making progress would hold a kernel for ever.
+const GINStallMargin = 10 * time.Second
+
+// GINStallError is a GIN build's kernel that did not finish in time.
+type GINStallError struct{ After time.Duration }
+
+func (e *GINStallError) Error() string {
+	return fmt.Sprintf("the kernels did not finish within %v: NCCL's GIN backend (its proxy thread and network or RMA plugin) "+
+		"stopped making progress, and NCCL's device-side GIN waits are not bounded", e.After)
+}
+
+// PeerTimeout: a stalled GIN backend is reported like a peer that did not
+// arrive (exit code 4).
+func (e *GINStallError) PeerTimeout() bool { return true }
+
+func (b *Backend) syncGIN() error {
+	d := b.cfg.Timeout() + GINStallMargin
+	done, err := b.stream.SyncWithin(d)
+	if err != nil {
+		return err
+	}
+	if !done {
+		return &GINStallError{After: d}
 	}
 	return b.kernelError()
 }

@@ -40,22 +40,30 @@ type memory struct {
 	idx, w                                                         []uint64 // per routing
 	clock                                                          uint64   // --cuda-graph: the kernels' device clock, else 0
 	traceD, traceC                                                 uint64   // EPBENCH_TRACE: phase stamps, else 0
+	gin                                                            []byte   // the GIN modules' GinArgs (gin.go), else nil
 }
 
 // allocate makes every buffer of plan p, zeroes the symmetric one and
-// writes the peers' bases. On error, free releases what was made.
-func (m *memory) allocate(p *kernels.Plan, s Stream) error {
+// writes the peers' bases (with GIN, gin.go: rank is this rank, allGIN
+// every other rank through GIN). On error, free releases what was made.
+func (m *memory) allocate(p *kernels.Plan, s Stream, rank int, allGIN bool) error {
 	m.sizes = map[uint64]int64{}
 	var err error
 	if m.errw, err = NewMappedWord(); err != nil {
 		return err
 	}
-	local, peers, err := m.transport.Alloc(p.Sym.Total)
+	var local uint64
+	var peers []uint64
+	if p.GIN {
+		local, peers, err = m.allocGIN(p, rank, allGIN)
+	} else {
+		local, peers, err = m.transport.Alloc(p.Sym.Total)
+	}
 	if err != nil {
 		return err
 	}
 	m.sym = local
-	if err := MemsetD32Async(local, 0, int(p.Sym.Total/4), s); err != nil {
+	if err := MemsetD32Async(local, 0, int(p.SymBytes()/4), s); err != nil {
 		return err
 	}
 	l := p.Local

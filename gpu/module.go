@@ -47,6 +47,19 @@ func (m Module) Function(name string) (Function, error) {
 	return Function(f), nil
 }
 
+// Global is the device address and size of a module-scope __device__
+// variable.
+func (m Module) Global(name string) (uint64, int, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var p C.uint64_t
+	var n C.size_t
+	if err := check("cuModuleGetGlobal("+name+")", C.ep_module_global(C.uint64_t(m), cname, &p, &n)); err != nil {
+		return 0, 0, err
+	}
+	return uint64(p), int(n), nil
+}
+
 // ParamBlock is C memory holding one kernel's by-value argument block, so a
 // launch allocates nothing and hands the driver no Go pointer.
 type ParamBlock struct {

@@ -113,7 +113,7 @@ func openTransport(w *bench.World, cfg *config.Config, sharedGPU bool) (Transpor
 	if err := cfg.CheckTransport(); err != nil {
 		return nil, err
 	}
-	switch cfg.Transport.Resolve(w.Size == w.LocalSize) {
+	switch cfg.TransportFor(w.Size == w.LocalSize) {
 	case config.TransportNCCL:
 		// NCCL's set-up steps include host work whose length differs
 		// between ranks, bounded like the runner's barriers after host work.
