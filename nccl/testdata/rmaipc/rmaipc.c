@@ -16,9 +16,15 @@
  *   NCCL_GIN_TYPE=2                    asks NCCL for the proxy GIN
  *   NCCL_MULTI_RANK_GPU_ENABLE=1       only when several ranks share a GPU
  *   EPBENCH_RMA_DELAY_PASSES=N         see below (default 50; 0: no delay)
+ *   EPBENCH_RMA_TRACE=N                log the first N puts and signals
+ *   EPBENCH_RMA_STALL_AFTER=N          after N puts, stop: no later put or
+ *                                      signal ever completes (a backend that
+ *                                      stopped making progress, for the test
+ *                                      that the host does not wait for ever)
  *
  * Deliberate test behaviours (the point of the plugin is to exercise the
- * ordering rules the kernels rely on, not to be fast):
+ * ordering rules the kernels rely on, not to be fast; every copy is staged
+ * through pinned host memory, see copyData):
  *  - A put without a signal is not executed when it is issued: it waits in a
  *    queue per (context, target rank) and its request stays not done. The
  *    queue is executed NEWEST FIRST, either once its oldest put has waited N
@@ -210,8 +216,15 @@ struct queue { struct pendingPut* newest; uint64_t since; }; /* since: pass coun
 struct context { /* one GIN context: its own stream, a pinned word for signal reads, a queue per peer */
   CUstream s;
   uint64_t* word;
+  void* stage; /* pinned, STAGE_BYTES: every copy passes through it (copyData) */
   struct queue* q; /* [nranks] */
 };
+
+/* Every copy goes device to host to device through a pinned buffer, on the
+ * copy engines: a copy between two addresses of one GPU may otherwise run
+ * as a kernel, which cannot start while the ranks' kernels, spinning until
+ * the data arrives, hold every SM (ranks sharing a GPU). */
+#define STAGE_BYTES (8u << 20)
 
 struct rmaCtx {
   struct coll* cc;
@@ -220,6 +233,8 @@ struct rmaCtx {
   uint64_t passes;
   uint64_t delay;
   int failed; /* sticky: a data-path CUDA call failed */
+  uint64_t trace, traced; /* EPBENCH_RMA_TRACE: log the first `trace` data-path calls */
+  uint64_t stallAfter, calls; /* EPBENCH_RMA_STALL_AFTER: puts before the plugin stops */
   struct request* live;
 };
 
@@ -564,6 +579,8 @@ static rmaResult rmaRegMrSym(void* collComm, void* data, size_t size, int type, 
     free(r);
     return res;
   }
+  INFO("rank %d: registration %d: %zu bytes (%s), %s", cc->rank, r->index, size, type == PTR_CUDA ? "device" : "host",
+       mine.exportable ? "mapped at the peers" : "not exportable: local only");
   pthread_mutex_lock(&cc->lock);
   r->next = cc->regs;
   if (cc->regs) cc->regs->prev = r;
@@ -623,10 +640,13 @@ static rmaResult rmaCreateContext(void* collComm, struct rmaConfig* cfg, void** 
                             (unsigned long long)rc->delay);
     else rc->delay = (uint64_t)v;
   }
+  if ((env = getenv("EPBENCH_RMA_TRACE")) && *env) rc->trace = strtoull(env, NULL, 10);
+  if ((env = getenv("EPBENCH_RMA_STALL_AFTER")) && *env) rc->stallAfter = strtoull(env, NULL, 10);
   for (int c = 0; c < rc->nContexts && res == OK; c++) {
     /* Non-blocking streams: the kernel that posted the puts is still running. */
     res = CUCALL(cuStreamCreate(&rc->context[c].s, CU_STREAM_NON_BLOCKING));
     if (res == OK) res = CUCALL(cuMemAllocHost((void**)&rc->context[c].word, sizeof(uint64_t)));
+    if (res == OK) res = CUCALL(cuMemAllocHost(&rc->context[c].stage, STAGE_BYTES));
     if (res == OK && !(rc->context[c].q = calloc((size_t)cc->nranks, sizeof(struct queue)))) res = ERR_SYSTEM;
   }
   if (res != OK) return rmaDestroyContext(rc), res;
@@ -684,13 +704,25 @@ static rmaResult span(struct reg* r, uint32_t rank, uint64_t off, size_t size, C
   return OK;
 }
 
+/* Copies size bytes from src to dst (device or host addresses) on context c's
+ * stream through its pinned buffer; the caller synchronizes. */
+static rmaResult copyData(struct rmaCtx* rc, int c, CUdeviceptr dst, CUdeviceptr src, size_t size) {
+  struct context* x = &rc->context[c];
+  for (size_t o = 0; o < size; o += STAGE_BYTES) {
+    size_t n = size - o < STAGE_BYTES ? size - o : STAGE_BYTES;
+    CU(cuMemcpyAsync((CUdeviceptr)(uintptr_t)x->stage, src + o, n, x->s));
+    CU(cuMemcpyAsync(dst + o, (CUdeviceptr)(uintptr_t)x->stage, n, x->s));
+  }
+  return OK;
+}
+
 /* Runs every queued put of (context, rank), newest first, and completes their requests. */
 static rmaResult runQueue(struct rmaCtx* rc, int c, uint32_t rank) {
   struct queue* q = &rc->context[c].q[rank];
   if (!q->newest) return OK;
   rmaResult res = OK;
   for (struct pendingPut* p = q->newest; p && res == OK; p = p->older)
-    res = CUCALL(cuMemcpyAsync(p->dst, p->src, p->size, rc->context[c].s));
+    res = copyData(rc, c, p->dst, p->src, p->size);
   if (res == OK) res = CUCALL(cuStreamSynchronize(rc->context[c].s));
   for (struct pendingPut *p = q->newest, *older; p; p = older) {
     older = p->older;
@@ -723,9 +755,22 @@ static rmaResult applySignal(struct rmaCtx* rc, int c, uint32_t rank, uint64_t o
   CU(cuMemcpyDtoHAsync(rc->context[c].word, addr, sizeof(uint64_t), s));
   CU(cuStreamSynchronize(s));
   uint64_t v = *rc->context[c].word + (op == SIGNAL_INC ? 1 : value);
+  if (rc->traced < rc->trace) {
+    rc->traced++;
+    INFO("rank %d: signal to rank %u at +%llu: %llu -> %llu", rc->cc->rank, rank, (unsigned long long)off,
+         (unsigned long long)*rc->context[c].word, (unsigned long long)v);
+  }
   CU(streamWrite64(s, addr, v, CU_STREAM_WRITE_VALUE_DEFAULT));
   CU(cuStreamSynchronize(s));
   return OK;
+}
+
+/* EPBENCH_RMA_STALL_AFTER: true for every put after the first stallAfter. */
+static bool stalled(struct rmaCtx* rc) {
+  if (!rc->stallAfter || ++rc->calls <= rc->stallAfter) return false;
+  if (rc->calls == rc->stallAfter + 1) WARN("rank %d: stalling after %llu puts (EPBENCH_RMA_STALL_AFTER)", rc->cc->rank,
+                                            (unsigned long long)rc->stallAfter);
+  return true;
 }
 
 static rmaResult rmaIput(void* rmaCtx, int context, uint64_t srcOff, void* srcMhandle, size_t size, uint64_t dstOff,
@@ -734,12 +779,21 @@ static rmaResult rmaIput(void* rmaCtx, int context, uint64_t srcOff, void* srcMh
   CUdeviceptr from, to;
   *request = &completed;
   rmaResult res = lockData(rc, context, rank);
+  if (res == OK && stalled(rc)) {
+    *request = newRequest(rc); /* never done */
+    return unlockData(rc, *request ? OK : ERR_SYSTEM);
+  }
+  if (res == OK && rc->traced < rc->trace) {
+    rc->traced++;
+    INFO("rank %d: put to rank %u: %zu bytes from +%llu to +%llu", rc->cc->rank, rank, size,
+         (unsigned long long)srcOff, (unsigned long long)dstOff);
+  }
   if (res != OK || size == 0) return unlockData(rc, res);
   if ((res = span(srcMhandle, (uint32_t)rc->cc->rank, srcOff, size, &from)) != OK ||
       (res = span(dstMhandle, rank, dstOff, size, &to)) != OK)
     return unlockData(rc, res);
   if (rc->delay == 0) {
-    if ((res = CUCALL(cuMemcpyAsync(to, from, size, rc->context[context].s))) == OK)
+    if ((res = copyData(rc, context, to, from, size)) == OK)
       res = CUCALL(cuStreamSynchronize(rc->context[context].s));
     return unlockData(rc, res);
   }
@@ -762,13 +816,22 @@ static rmaResult rmaIputSignal(void* rmaCtx, int context, uint64_t srcOff, void*
   CUdeviceptr from, to;
   *request = &completed;
   rmaResult res = lockData(rc, context, rank);
+  if (res == OK && stalled(rc)) {
+    *request = newRequest(rc); /* never done */
+    return unlockData(rc, *request ? OK : ERR_SYSTEM);
+  }
+  if (res == OK && rc->traced < rc->trace) {
+    rc->traced++;
+    INFO("rank %d: put to rank %u with a %s signal: %zu bytes from +%llu to +%llu", rc->cc->rank, rank,
+         isStrongSignal ? "strong" : "weak", size, (unsigned long long)srcOff, (unsigned long long)dstOff);
+  }
   if (res == OK && size && (res = span(srcMhandle, (uint32_t)rc->cc->rank, srcOff, size, &from)) == OK)
     res = span(dstMhandle, rank, dstOff, size, &to);
   /* A strong signal covers every earlier put of the context to this peer. A
    * signal-only call is how NCCL sends a VA signal, after its put: that put
    * waits here among others, so all of them must run first. */
   if (res == OK && (isStrongSignal || size == 0)) res = runQueue(rc, context, rank);
-  if (res == OK && size) res = CUCALL(cuMemcpyAsync(to, from, size, rc->context[context].s));
+  if (res == OK && size) res = copyData(rc, context, to, from, size);
   if (res == OK) res = applySignal(rc, context, rank, signalOff, signalMhandle, signalValue, signalOp);
   return unlockData(rc, res);
 }
@@ -782,7 +845,7 @@ static rmaResult rmaIget(void* rmaCtx, int context, uint64_t remoteOff, void* re
   rmaResult res = lockData(rc, context, rank);
   if (res == OK && size && (res = span(remoteMhandle, rank, remoteOff, size, &from)) == OK &&
       (res = span(localMhandle, (uint32_t)rc->cc->rank, localOff, size, &to)) == OK &&
-      (res = CUCALL(cuMemcpyAsync(to, from, size, rc->context[context].s))) == OK)
+      (res = copyData(rc, context, to, from, size)) == OK)
     res = CUCALL(cuStreamSynchronize(rc->context[context].s));
   return unlockData(rc, res);
 }
@@ -851,6 +914,7 @@ static rmaResult rmaDestroyContext(void* rmaCtx) {
     }
     if (x->s) (void)CUCALL(cuStreamDestroy(x->s));
     if (x->word) (void)CUCALL(cuMemFreeHost(x->word));
+    if (x->stage) (void)CUCALL(cuMemFreeHost(x->stage));
     free(x->q);
   }
   while (rc->live) freeRequest(rc, rc->live); /* NCCL does not test them after this */
