@@ -11,9 +11,15 @@
 # the active-mask test (-T) at 4 and 8 ranks; then the kernels built with one
 # ordering step broken on purpose (scripts/ptx.sh EPBENCH_BREAK), each of
 # which validation must catch; a short table last.
-# Usage: scripts/gpu-check.sh [--quick | --mps] [--out DIR]
+# With --gin it runs only the MPS section's GIN part (below).
+# Usage: scripts/gpu-check.sh [--quick | --mps | --gin] [--out DIR]
 # With NCCL_HOME set (an NCCL 2.30+ build, e.g. from scripts/nccl.sh), both
-# sections also validate the NCCL transport (--transport nccl).
+# sections also validate the NCCL transport (--transport nccl), and the MPS
+# section -n (every peer through NCCL's proxy GIN, its puts moved between the
+# ranks by the test RMA plugin nccl/testdata/rmaipc, built here by
+# scripts/rma-plugin.sh): 2, 4 and 8 ranks back to back with jitter, and a
+# plugin that stops making progress, which the host must report (exit 4)
+# instead of waiting for ever.
 # Environment: NVCC (default nvcc), NP (default: GPU count), MPIRUN_ARGS, NCCL_HOME,
 # PERF_ITERS (timed iterations of the performance runs, default 200),
 # REFERENCE (an ep_bench output to compare the default run with).
@@ -22,11 +28,13 @@ cd "$(dirname "$0")/.."
 
 quick=
 mps=
+gin=
 out=${OUT:-out}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--mps) mps=1 ;;
+	--gin) mps=1 gin=1 ;;
 	--out) out=$2; shift ;;
 	*) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -45,10 +53,25 @@ status=0
 
 say() { echo "$@" | tee -a "$log"; }
 
-# 1. PTX of record.
+# 1. PTX of record. The GIN variants need NCCL's headers (NCCL_INCLUDE, or
+# NCCL_HOME/include as scripts/nccl.sh installs them); without them the
+# others are checked.
 ptxdir=$(mktemp -d)
-if bash scripts/ptx.sh "$nvcc" "$ptxdir" >>"$log" 2>&1; then
-	if diff -rq "$ptxdir" kernels/ptx >>"$log" 2>&1; then
+subset=()
+inc=${NCCL_INCLUDE:-${NCCL_HOME:+$NCCL_HOME/include}}
+if [ -n "$inc" ] && [ -f "$inc/nccl_device.h" ]; then
+	export NCCL_INCLUDE=$inc
+else
+	mapfile -t subset < <(bash scripts/ptx.sh --defines | cut -f1 | grep -v '^ll_nccl_' | sed 's/^ll_//; s/\.ptx$//')
+	say "ptx: no NCCL headers (NCCL_INCLUDE, NCCL_HOME/include): the GIN variants (ll_nccl_*) are not checked"
+fi
+same() { # every file nvcc built is the committed one
+	local f
+	for f in "$ptxdir"/*.ptx; do cmp "$f" "kernels/ptx/$(basename "$f")" || return 1; done
+	[ ${#subset[@]} -gt 0 ] || diff -rq "$ptxdir" kernels/ptx
+}
+if bash scripts/ptx.sh "$nvcc" "$ptxdir" "${subset[@]}" >>"$log" 2>&1; then
+	if same >>"$log" 2>&1; then
 		say "ptx: committed kernels/ptx matches nvcc $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
 		results+=("ptx|match|ok")
 	else
@@ -97,14 +120,15 @@ if [ -n "$mps" ]; then
 		say "### $name: mpirun -np $n bin/epbench $*"
 		local t0=$SECONDS
 		timeout -k 10 "$limit" mpirun "${root[@]}" --oversubscribe -np "$n" -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \
-			-x CUDA_VISIBLE_DEVICES=0 "${nccl_x[@]}" bin/epbench "$@" >"$out/run.txt" 2>&1
+			-x CUDA_VISIBLE_DEVICES=0 "${nccl_x[@]}" "${extra_x[@]}" bin/epbench "$@" >"$out/run.txt" 2>&1
 		mps_rc=$?
 		cat "$out/run.txt" >>"$log"
 		mps_secs=$((SECONDS - t0))
 	}
 	soak=(-V --back-to-back --jitter-us 20 --validate-every 50 -i 1000)
+	extra_x=()
 	mps_start
-	for n in 2 4 8; do
+	[ -n "$gin" ] || for n in 2 4 8; do
 		for c in "-t 1" "-t 1 --dispatch-dtype fp8_e4m3 --combine-mode direct_send" \
 			"" "--combine-mode direct_send" "--dispatch-dtype fp8_e4m3" "--dispatch-dtype fp8_e4m3 --combine-mode direct_send" \
 			"--protocol fenced" "--protocol fenced -t 1 --combine-mode direct_send" \
@@ -126,7 +150,7 @@ if [ -n "$mps" ]; then
 		done
 	done
 	# Elastic EP's active-mask test (at least 4 ranks): every check passes.
-	for n in 4 8; do
+	[ -n "$gin" ] || for n in 4 8; do
 		for c in "" "--protocol fenced" "-t 1" "-L rm"; do
 			# shellcheck disable=SC2086
 			mps_run "mask $n ${c:-defaults}" 120 "$n" -T --timeout-ms 1000 -w 3 -i 20 $c "${ptx_args[@]}"
@@ -147,7 +171,7 @@ if [ -n "$mps" ]; then
 	# or a rank waits for data that never comes (4). A build that passes
 	# 2000 validated pairs is recorded as not observable on one GPU.
 	small=(-d 1024 -k 4 -e 8 -V --back-to-back --jitter-us 20 --validate-every 10 -i 20000 --timeout-ms 2000)
-	for b in "noparity inline_inline_bf16_rlr --protocol inline -t 1" \
+	[ -n "$gin" ] || for b in "noparity inline_inline_bf16_rlr --protocol inline -t 1" \
 		"flagfirst inline_inline_bf16_rlr --protocol inline -t 8" \
 		"noparity lines_lines_bf16_rlr --protocol lines -t 32" \
 		"flagfirst lines_lines_bf16_rlr --protocol lines -t 32" \
@@ -174,6 +198,44 @@ if [ -n "$mps" ]; then
 		esac
 		[ $mps_rc -ne 0 ] && mps_start
 	done
+	# -n: every peer through NCCL's proxy GIN, the puts moved by the test
+	# RMA plugin (which holds back unsignalled puts and runs them newest
+	# first); slow by design, so fewer iterations.
+	if [ -n "${NCCL_HOME:-}" ] && bash scripts/rma-plugin.sh "$out/librma-ipc.so" >>"$log" 2>&1; then
+		extra_x=(-x "NCCL_RMA_PLUGIN=$(cd "$out" && pwd)/librma-ipc.so" -x NCCL_GIN_TYPE=2)
+		for nc in 2: "2:--dispatch-dtype fp8_e4m3" "2:-L rm" "2:-t 1" "2:-t 7 -d 2304 -k 5 -e 40" "2:--cuda-graph" \
+			4: "4:-L rm --dispatch-dtype fp8_e4m3" "8:--dispatch-dtype fp8_e4m3"; do
+			n=${nc%%:*} c=${nc#*:}
+			# shellcheck disable=SC2086
+			mps_run "gin $n ${c:-defaults}" 180 "$n" -n -V --back-to-back --jitter-us 20 --validate-every 5 -w 3 -i 20 $c "${ptx_args[@]}"
+			v=$(grep -o 'Global validation: .*' "$out/run.txt" | head -1)
+			if [ $mps_rc -eq 0 ] && [ -n "$v" ]; then
+				results+=("gin $n ${c:-defaults}|$v, ${mps_secs} s|ok")
+			else
+				results+=("gin $n ${c:-defaults}|rc=$mps_rc, ${mps_secs} s|FAIL")
+				status=1
+				tail -5 "$out/run.txt"
+				mps_start
+			fi
+		done
+		# A GIN backend that stops making progress holds a kernel in NCCL's
+		# unbounded waits: the host reports it (exit 4) after --timeout-ms
+		# and the margin, and does not wait for ever.
+		extra_x+=(-x EPBENCH_RMA_STALL_AFTER=300)
+		mps_run "gin stalled backend" 120 2 -n -w 3 -i 40 --timeout-ms 2000 "${ptx_args[@]}"
+		if [ $mps_rc -eq 4 ] && grep -q 'stopped making progress' "$out/run.txt"; then
+			results+=("gin stalled backend|exit 4 after ${mps_secs} s|ok")
+		else
+			results+=("gin stalled backend|rc=$mps_rc, ${mps_secs} s|FAIL")
+			status=1
+			tail -5 "$out/run.txt"
+		fi
+		mps_start
+		extra_x=()
+	elif [ -n "$gin" ]; then
+		results+=("gin|needs NCCL_HOME and the test plugin's build (scripts/rma-plugin.sh)|FAIL")
+		status=1
+	fi
 	echo quit | nvidia-cuda-mps-control
 	echo
 	summary "ranks sharing GPU 0 under MPS"
