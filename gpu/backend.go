@@ -101,10 +101,16 @@ func (b *Backend) setup(g Gatherer, sh Sharing) error {
 		grid = min(grid, r[1])
 	}
 	// -n: every peer through GIN (config.CheckTransport made sure of the
-	// NCCL transport); one rank has no peer to reach.
+	// NCCL transport); one rank has no peer to reach. Without it, GIN for
+	// the peers outside the NVLink domain, where NCCL says there are such.
 	gin := cfg.DisableNVLink
 	if gin && b.shape.Ranks < 2 {
 		return &config.UsageError{Flag: "--disable-nvlink", Why: "needs at least 2 ranks: the own rank is never reached through GIN"}
+	}
+	if t, ok := b.mem.transport.(GINTransport); ok && !gin {
+		if gin, err = t.OutsideLSA(); err != nil {
+			return err
+		}
 	}
 	if b.plan, err = kernels.NewPlan(kernels.Setup{Cfg: cfg, Ranks: b.shape.Ranks, LinesVerified: lines, Grid: grid,
 		Trace: os.Getenv(TraceEnv) != "", GIN: gin}); err != nil {

@@ -17,6 +17,7 @@ type GINTransport interface {
 	GINPeers() []int
 	Window() nccl.Window
 	EnableGIN(contexts int) (*nccl.DevComm, error)
+	OutsideLSA() (bool, error)
 }
 
 var _ GINTransport = (*nccl.Transport)(nil)

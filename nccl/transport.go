@@ -178,6 +178,18 @@ func (t *Transport) AllocWith(size int64, o AllocOptions) (uint64, []uint64, err
 	return p, peers, nil
 }
 
+// OutsideLSA reports whether NCCL groups the ranks in more than one LSA
+// team, so that some peers are reachable from this rank only through GIN
+// (ranks on other nodes without a multi-node NVLink domain). The same on
+// every rank; known once the communicator exists, before Alloc.
+func (t *Transport) OutsideLSA() (bool, error) {
+	p, err := t.comm.Properties()
+	if err != nil {
+		return false, fmt.Errorf("NCCL transport: its LSA teams: %w", err)
+	}
+	return p.LSATeams > 1, nil
+}
+
 // Window is the registered window (the zero Window before Alloc).
 func (t *Transport) Window() Window { return t.win }
 

@@ -387,3 +387,24 @@ func TestTransportGINRefusals(t *testing.T) {
 		})
 	}
 }
+
+func TestTransportOutsideLSA(t *testing.T) {
+	root := fakeHome(t)
+	for _, c := range []struct {
+		teams string
+		want  bool
+	}{{"1", false}, {"2", true}, {"4", true}} {
+		t.Setenv("FAKE_NCCL_LSA_TEAMS", c.teams)
+		tr, err := NewTransport(&gatherer{rank: 0, size: 2, root: root}, false, testTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.OutsideLSA()
+		if err != nil || got != c.want {
+			t.Errorf("%s LSA teams: OutsideLSA() = %v, %v; want %v", c.teams, got, err, c.want)
+		}
+		if err := tr.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
