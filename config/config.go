@@ -197,7 +197,7 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]in
 		func() string { return c.Transport.String() },
 		func(s string) (err error) { c.Transport, err = parseTransport(s); return err })
 	bindBool(fs, &c.DisableNVLink, "disable-nvlink", "n", false,
-		"every peer through NCCL's GIN (GPU-initiated networking) instead of NVLink, as ep_bench's -n; refused: epbench's kernels reach peers by load/store only (docs/MULTINODE.md)")
+		"every peer through NCCL's GIN (GPU-initiated networking) instead of NVLink, as ep_bench's -n: the NCCL transport and the GIN build of the fenced kernels (docs/MULTINODE.md)")
 	bindBool(fs, &c.NonUniform, "non-uniform-tokens", "N", false,
 		"each rank dispatches its own count of tokens, drawn as ep_bench draws them in [0, --num-tokens] (rank 0 all, the last rank none)")
 	bindBool(fs, &c.DispatchOnly, "dispatch-only", "D", false, "with -V: validate the dispatch alone (the timed loop still runs both)")

@@ -161,14 +161,14 @@ func (t *Transport) AllocWith(size int64, o AllocOptions) (uint64, []uint64, err
 	if err == nil && o.AllowGIN {
 		t.gin = unreachable
 	} else if err == nil && len(unreachable) > 0 {
-		// What GIN NCCL found here, so the user knows whether the system
-		// would carry such a job once kernels put through GIN.
+		// A job set up for load/store peers (one LSA team, no -n) that
+		// finds some without an address: say what GIN NCCL found.
 		gin := "unknown"
 		if p, perr := t.comm.Properties(); perr == nil {
 			gin = p.GIN.String()
 		}
 		err = fmt.Errorf("NCCL reaches %s only through GIN (not by load/store: outside this rank's NVLink domain; "+
-			"GIN here: %s), and epbench's kernels reach peers by load/store only (docs/MULTINODE.md)",
+			"GIN here: %s), and this set-up reaches peers by load/store only (docs/MULTINODE.md)",
 			ranklist.String(unreachable), gin)
 	}
 	if err := t.agree(err, "address every peer"); err != nil {

@@ -129,7 +129,7 @@ func TestTransportRefusals(t *testing.T) {
 		is      error
 	}{
 		{name: "peers reached only through GIN", g: &gatherer{rank: 0, size: 3}, onAlloc: true,
-			want: "NCCL reaches ranks 1, 2 only through GIN (not by load/store: outside this rank's NVLink domain; GIN here: none), and epbench's kernels reach peers by load/store only"},
+			want: "NCCL reaches ranks 1, 2 only through GIN (not by load/store: outside this rank's NVLink domain; GIN here: none), and this set-up reaches peers by load/store only"},
 		{name: "peers reached only through GIN, GIN found", env: map[string]string{"FAKE_NCCL_GIN": "3"},
 			g: &gatherer{rank: 0, size: 2}, onAlloc: true, want: "NCCL reaches rank 1 only through GIN (not by load/store: outside this rank's NVLink domain; GIN here: GDAKI)"},
 		{name: "no symmetric memory", env: map[string]string{"FAKE_NCCL_NO_SYMMETRIC": "1"}, g: &gatherer{rank: 0, size: 2},
