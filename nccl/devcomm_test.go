@@ -3,8 +3,6 @@ package nccl
 import (
 	"encoding/binary"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,18 +13,7 @@ import (
 // one line per ncclDevCommCreate.
 func devCommRequirements(t *testing.T) func() []string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "requirements")
-	t.Setenv("FAKE_NCCL_DEVCOMM_LOG", path)
-	return func() []string {
-		b, err := os.ReadFile(path)
-		if os.IsNotExist(err) {
-			return nil
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	}
+	return fakeLog(t, "FAKE_NCCL_DEVCOMM_LOG", func(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") })
 }
 
 // wantRequirements is every field of the requirements CreateDevComm(contexts)

@@ -129,8 +129,15 @@ func loadFake(t *testing.T) *Lib {
 // communicator, window or buffer, in order.
 func callLog(t *testing.T) func() []string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "calls")
-	t.Setenv("FAKE_NCCL_LOG", path)
+	return fakeLog(t, "FAKE_NCCL_LOG", strings.Fields)
+}
+
+// fakeLog points the stand-in's log env at a fresh file and returns a
+// reader of what it logged so far, split by split (nil before anything).
+func fakeLog(t *testing.T, env string, split func(string) []string) func() []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "log")
+	t.Setenv(env, path)
 	return func() []string {
 		b, err := os.ReadFile(path)
 		if os.IsNotExist(err) {
@@ -139,6 +146,6 @@ func callLog(t *testing.T) func() []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return strings.Fields(string(b))
+		return split(string(b))
 	}
 }

@@ -765,7 +765,16 @@ static rmaResult applySignal(struct rmaCtx* rc, int c, uint32_t rank, uint64_t o
   return OK;
 }
 
-/* EPBENCH_RMA_STALL_AFTER: true for every put after the first stallAfter. */
+/* EPBENCH_RMA_TRACE: logs the first `trace` puts. */
+static void tracePut(struct rmaCtx* rc, uint32_t rank, const char* how, size_t size, uint64_t srcOff, uint64_t dstOff) {
+  if (rc->traced >= rc->trace) return;
+  rc->traced++;
+  INFO("rank %d: put to rank %u%s: %zu bytes from +%llu to +%llu", rc->cc->rank, rank, how, size,
+       (unsigned long long)srcOff, (unsigned long long)dstOff);
+}
+
+/* EPBENCH_RMA_STALL_AFTER: true for every put after the first stallAfter;
+ * the caller then hands NCCL a request that is never done. */
 static bool stalled(struct rmaCtx* rc) {
   if (!rc->stallAfter || ++rc->calls <= rc->stallAfter) return false;
   if (rc->calls == rc->stallAfter + 1) WARN("rank %d: stalling after %llu puts (EPBENCH_RMA_STALL_AFTER)", rc->cc->rank,
@@ -779,15 +788,8 @@ static rmaResult rmaIput(void* rmaCtx, int context, uint64_t srcOff, void* srcMh
   CUdeviceptr from, to;
   *request = &completed;
   rmaResult res = lockData(rc, context, rank);
-  if (res == OK && stalled(rc)) {
-    *request = newRequest(rc); /* never done */
-    return unlockData(rc, *request ? OK : ERR_SYSTEM);
-  }
-  if (res == OK && rc->traced < rc->trace) {
-    rc->traced++;
-    INFO("rank %d: put to rank %u: %zu bytes from +%llu to +%llu", rc->cc->rank, rank, size,
-         (unsigned long long)srcOff, (unsigned long long)dstOff);
-  }
+  if (res == OK && stalled(rc)) return unlockData(rc, (*request = newRequest(rc)) ? OK : ERR_SYSTEM);
+  if (res == OK) tracePut(rc, rank, "", size, srcOff, dstOff);
   if (res != OK || size == 0) return unlockData(rc, res);
   if ((res = span(srcMhandle, (uint32_t)rc->cc->rank, srcOff, size, &from)) != OK ||
       (res = span(dstMhandle, rank, dstOff, size, &to)) != OK)
@@ -816,15 +818,8 @@ static rmaResult rmaIputSignal(void* rmaCtx, int context, uint64_t srcOff, void*
   CUdeviceptr from, to;
   *request = &completed;
   rmaResult res = lockData(rc, context, rank);
-  if (res == OK && stalled(rc)) {
-    *request = newRequest(rc); /* never done */
-    return unlockData(rc, *request ? OK : ERR_SYSTEM);
-  }
-  if (res == OK && rc->traced < rc->trace) {
-    rc->traced++;
-    INFO("rank %d: put to rank %u with a %s signal: %zu bytes from +%llu to +%llu", rc->cc->rank, rank,
-         isStrongSignal ? "strong" : "weak", size, (unsigned long long)srcOff, (unsigned long long)dstOff);
-  }
+  if (res == OK && stalled(rc)) return unlockData(rc, (*request = newRequest(rc)) ? OK : ERR_SYSTEM);
+  if (res == OK) tracePut(rc, rank, isStrongSignal ? " with a strong signal" : " with a weak signal", size, srcOff, dstOff);
   if (res == OK && size && (res = span(srcMhandle, (uint32_t)rc->cc->rank, srcOff, size, &from)) == OK)
     res = span(dstMhandle, rank, dstOff, size, &to);
   /* A strong signal covers every earlier put of the context to this peer. A
