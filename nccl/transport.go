@@ -247,8 +247,8 @@ func (t *Transport) checkGIN() error {
 		return fmt.Errorf("%w: NCCL found no GIN backend (GIN type none): a network with GPU-initiated RDMA, or an RMA "+
 			"plugin through NCCL_RMA_PLUGIN, is needed (docs/MULTINODE.md)", ErrGINUnsupported)
 	}
-	return fmt.Errorf("%w: NCCL's GIN here is %s, and epbench's GIN kernels are built for NCCL's proxy GIN only",
-		ErrGINUnsupported, p.GIN)
+	return fmt.Errorf("%w: NCCL's GIN here is %s, and epbench's GIN kernels are built for NCCL's proxy GIN only "+
+		"(NCCL_GIN_TYPE=2 asks NCCL for it)", ErrGINUnsupported, p.GIN)
 }
 
 // agree shares whether each rank's step succeeded: this rank's error, else

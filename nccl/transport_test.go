@@ -322,7 +322,7 @@ func TestTransportGINRefusals(t *testing.T) {
 		{name: "no GIN", env: map[string]string{"FAKE_NCCL_GIN": "0"}, is: ErrGINUnsupported,
 			want: "NCCL found no GIN backend (GIN type none): a network with GPU-initiated RDMA, or an RMA plugin through NCCL_RMA_PLUGIN, is needed (docs/MULTINODE.md)"},
 		{name: "GDAKI", env: map[string]string{"FAKE_NCCL_GIN": "3"}, is: ErrGINUnsupported,
-			want: "NCCL's GIN here is GDAKI, and epbench's GIN kernels are built for NCCL's proxy GIN only"},
+			want: "NCCL's GIN here is GDAKI, and epbench's GIN kernels are built for NCCL's proxy GIN only (NCCL_GIN_TYPE=2 asks NCCL for it)"},
 		{name: "NCCL 2.31.0", env: map[string]string{"FAKE_NCCL_VERSION": "23100"}, is: ErrGINUnsupported,
 			want: "found NCCL 2.31.0 at "},
 		{name: "NCCL 2.30.6", env: map[string]string{"FAKE_NCCL_VERSION": "23006"}, is: ErrGINUnsupported,
