@@ -230,26 +230,12 @@ func parseVariant(name string) (Variant, error) {
 	return v, nil
 }
 
-// Choose is the variant of an operation: both inline when inline, else a
-// lines dispatch when dispatchLines (fenced otherwise) and a lines combine
-// when combineLines (fenced otherwise); rankMajor for the rank-major layout;
-// gin for the GIN build (Variant.GIN). A choice no PTX file is built for is
-// an error.
-func Choose(inline, dispatchLines, combineLines, fp8, directSend, rankMajor, gin bool) (Variant, error) {
-	v := Variant{Dispatch: ProtoInline, Combine: ProtoInline, FP8: fp8, DirectSend: directSend, RankMajor: rankMajor, GIN: gin}
-	if !inline {
-		v.Dispatch, v.Combine = ProtoFenced, ProtoFenced
-		if dispatchLines {
-			v.Dispatch = ProtoLines
-		}
-		if combineLines {
-			v.Combine = ProtoLines
-		}
-	}
+// Built refuses a variant no PTX file is built for (variants.txt).
+func Built(v Variant) error {
 	if slices.Contains(variants, v) {
-		return v, nil
+		return nil
 	}
-	return v, fmt.Errorf("no kernel module is built for a %s dispatch with a %s combine (%s)", ProtoNames[v.Dispatch], ProtoNames[v.Combine], v)
+	return fmt.Errorf("no kernel module is built for a %s dispatch with a %s combine (%s)", ProtoNames[v.Dispatch], ProtoNames[v.Combine], v)
 }
 
 // ptxDir holds the PTX of every variant, built by `make ptx`.

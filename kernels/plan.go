@@ -193,6 +193,9 @@ func (p *Plan) TraceBytes() int64 { return int64(p.Grid) * TracePoints * 8 }
 // none): up to config.InlineMaxTokens with --protocol inline; with auto,
 // up to InlineMaxBytes of rows.
 func (p *Plan) inlineUpTo() int {
+	if p.GIN { // the GIN build is of the fenced protocols only
+		return 0
+	}
 	switch p.Cfg.Protocol {
 	case config.ProtocolInline:
 		return config.InlineMaxTokens
@@ -213,7 +216,7 @@ func (p *Plan) Inline(tokens int) bool { return tokens <= p.inlineUpTo() }
 // only where a lines message fits the inline dispatch slot it uses.
 func (p *Plan) DispatchLines(tokens int) bool {
 	c := p.Cfg
-	if !p.LinesVerified || p.Inline(tokens) || LinesSlotBytes(c.TopK, c.Hidden) > InlineSlotBytes(c.TopK, c.Hidden) {
+	if p.GIN || !p.LinesVerified || p.Inline(tokens) || LinesSlotBytes(c.TopK, c.Hidden) > InlineSlotBytes(c.TopK, c.Hidden) {
 		return false
 	}
 	return c.Protocol == config.ProtocolLines || (c.Protocol == config.ProtocolAuto && c.DispatchDtype == config.DtypeBF16)
@@ -224,7 +227,7 @@ func (p *Plan) DispatchLines(tokens int) bool {
 // or auto, for either combine mode and dispatch dtype (the rows are bf16
 // either way).
 func (p *Plan) CombineLines(tokens int) bool {
-	if !p.LinesVerified || p.Inline(tokens) {
+	if p.GIN || !p.LinesVerified || p.Inline(tokens) {
 		return false
 	}
 	return p.Cfg.Protocol == config.ProtocolLines || p.Cfg.Protocol == config.ProtocolAuto
@@ -257,13 +260,20 @@ func (p *Plan) Launch(tokens, own int) (Launch, error) {
 	if own < 0 || own > tokens {
 		return Launch{}, fmt.Errorf("a rank dispatching %d tokens of at most %d", own, tokens)
 	}
-	inline, dl, cl := p.Inline(tokens), p.DispatchLines(tokens), p.CombineLines(tokens)
-	if p.GIN {
-		inline, dl, cl = false, false, false
+	// Both inline, or each fenced unless it sends lines.
+	inline := p.Inline(tokens)
+	v := Variant{Dispatch: ProtoInline, Combine: ProtoInline, FP8: c.DispatchDtype == config.DtypeFP8E4M3,
+		DirectSend: c.CombineMode == config.DirectSend, RankMajor: p.RankMajor(), GIN: p.GIN}
+	if !inline {
+		v.Dispatch, v.Combine = ProtoFenced, ProtoFenced
+		if p.DispatchLines(tokens) {
+			v.Dispatch = ProtoLines
+		}
+		if p.CombineLines(tokens) {
+			v.Combine = ProtoLines
+		}
 	}
-	v, err := Choose(inline, dl, cl, c.DispatchDtype == config.DtypeFP8E4M3, c.CombineMode == config.DirectSend,
-		p.RankMajor(), p.GIN)
-	if err != nil {
+	if err := Built(v); err != nil {
 		return Launch{}, err
 	}
 	grid := p.Grid

@@ -70,8 +70,8 @@ func TestEveryPlannedChoiceHasAVariant(t *testing.T) {
 	}
 }
 
-func TestChooseRefusesAnUnbuiltPair(t *testing.T) {
-	if _, err := kernels.Choose(false, true, false, false, false, false, false); err == nil {
+func TestBuiltRefusesAnUnbuiltPair(t *testing.T) {
+	if err := kernels.Built(kernels.Variant{Dispatch: kernels.ProtoLines, Combine: kernels.ProtoFenced}); err == nil {
 		t.Fatal("a lines dispatch with a fenced combine has no module, yet was chosen")
 	}
 }
