@@ -33,6 +33,10 @@ func (m *memory) allocGIN(p *kernels.Plan, rank int, all bool) (uint64, []uint64
 	if !ok {
 		return 0, nil, errors.New("peers reached through GIN need the NCCL transport (--transport nccl)")
 	}
+	// The device communicator is asked for in the layout the modules read.
+	if k := nccl.ParseVersion(kernels.NCCLVersion); k != nccl.GINHeadersVersion {
+		return 0, nil, fmt.Errorf("the GIN modules are built against NCCL %s's device headers, the host asks for NCCL %s's device communicator", k, nccl.GINHeadersVersion)
+	}
 	local, peers, err := t.AllocWith(p.SymBytes(), nccl.AllocOptions{AllowGIN: true})
 	if err != nil {
 		return 0, nil, err

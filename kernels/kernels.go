@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -47,8 +48,20 @@ type Variant struct {
 
 // NCCLVersion is the NCCL version (NCCL_VERSION_CODE) whose device headers
 // the GIN modules are built against: the layout of the device communicator
-// they are given is that version's (scripts/ptx.sh checks the headers).
-const NCCLVersion = 23007
+// they are given is that version's. It is kernels/nccl.version, which
+// scripts/ptx.sh reads too and checks the headers against.
+var NCCLVersion = mustAtoi(ncclVersionFile)
+
+//go:embed nccl.version
+var ncclVersionFile string
+
+func mustAtoi(s string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		panic("kernels/nccl.version: " + err.Error())
+	}
+	return n
+}
 
 // ginPrefix starts a GIN variant's name.
 const ginPrefix = "nccl_"

@@ -73,25 +73,27 @@ variant_defines() {
 			echo "ptx: variant $1: a GIN build (nccl_) is of the fenced protocols with rlr or rm" >&2
 			return 1
 		fi
+		[ -n "$nccl_version" ] || { echo "ptx: variant $1: no NCCL version in kernels/nccl.version" >&2; return 1; }
 		defines="$defines -DEPBENCH_GIN=1 -DEPBENCH_NCCL_VERSION=$nccl_version"
 	fi
 }
 
-# The GIN variants (nccl_) include NCCL's device headers from NCCL_INCLUDE,
-# else $NCCL_HOME/include (nccl.h and nccl_device.h of the version
-# kernels.NCCLVersion names; the
-# stamp hashes the version, so other headers fail the PTX test). Without
-# NCCL_INCLUDE, --defines and the other variants still work.
+# The GIN variants (nccl_) are built against NCCL's device headers of the
+# version kernels/nccl.version names (the stamp hashes it), taken from
+# NCCL_INCLUDE, else $NCCL_HOME/include; headers of another version are
+# refused. --defines and the other variants need no headers.
 nccl_version=
+[ -f kernels/nccl.version ] && nccl_version=$(tr -d '[:space:]' <kernels/nccl.version)
 if [ -z "${NCCL_INCLUDE:-}" ] && [ -n "${NCCL_HOME:-}" ] && [ -f "$NCCL_HOME/include/nccl_device.h" ]; then
 	NCCL_INCLUDE=$NCCL_HOME/include
 fi
 if [ -n "${NCCL_INCLUDE:-}" ]; then
 	[ -f "$NCCL_INCLUDE/nccl_device.h" ] || { echo "ptx: NCCL_INCLUDE=$NCCL_INCLUDE has no nccl_device.h" >&2; exit 1; }
-	nccl_version=$(sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\).*/\1/p' "$NCCL_INCLUDE/nccl.h")
-	[ -n "$nccl_version" ] || { echo "ptx: no NCCL_VERSION_CODE in $NCCL_INCLUDE/nccl.h" >&2; exit 1; }
-else
-	nccl_version=$(sed -n 's/^const NCCLVersion = \([0-9]*\)$/\1/p' kernels/kernels.go 2>/dev/null || true)
+	found=$(sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\).*/\1/p' "$NCCL_INCLUDE/nccl.h")
+	if [ "$found" != "$nccl_version" ]; then
+		echo "ptx: $NCCL_INCLUDE holds NCCL ${found:-of no NCCL_VERSION_CODE}; the GIN modules are built against $nccl_version (kernels/nccl.version)" >&2
+		exit 1
+	fi
 fi
 
 # The variants: one name a line, blank lines and what follows a # ignored.
