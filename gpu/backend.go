@@ -132,7 +132,7 @@ func (b *Backend) setup(g Gatherer, sh Sharing) error {
 		return err
 	}
 	b.params = NewParamBlock(kernels.ArgsSize)
-	if err := b.mem.allocate(b.plan, b.stream, b.shape.Rank, gin); err != nil {
+	if err := b.mem.allocate(b.plan, b.stream, b.shape.Rank); err != nil {
 		return err
 	}
 	b.graphs = [2][]Graph{make([]Graph, 2*b.plan.Local.Routings), make([]Graph, 2*b.plan.Local.Routings)}

@@ -26,9 +26,10 @@ var _ GINTransport = (*nccl.Transport)(nil)
 var _ = [1]int{}[kernels.DevCommBytes-nccl.DevCommBytes] // a compile error unless equal
 
 // allocGIN allocates the symmetric buffer with a mirror per rank through
-// t, makes the device communicator and returns this rank's base, the
-// kernels' peer table and the GIN modules' GinArgs.
-func (m *memory) allocGIN(p *kernels.Plan, rank int, all bool) (uint64, []uint64, error) {
+// the transport, makes the device communicator and returns this rank's
+// base and the kernels' peer table; m.gin is the GIN modules' GinArgs. The
+// GIN peers: every other rank with -n, else those NCCL gives no address.
+func (m *memory) allocGIN(p *kernels.Plan, rank int) (uint64, []uint64, error) {
 	t, ok := m.transport.(GINTransport)
 	if !ok {
 		return 0, nil, errors.New("peers reached through GIN need the NCCL transport (--transport nccl)")
@@ -41,7 +42,7 @@ func (m *memory) allocGIN(p *kernels.Plan, rank int, all bool) (uint64, []uint64
 	if err != nil {
 		return 0, nil, err
 	}
-	gin := kernels.GINPeers(rank, len(peers), all, t.GINPeers())
+	gin := kernels.GINPeers(rank, len(peers), p.Cfg.DisableNVLink, t.GINPeers())
 	dev, err := t.EnableGIN(1)
 	if err != nil {
 		return 0, nil, err

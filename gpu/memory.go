@@ -44,9 +44,9 @@ type memory struct {
 }
 
 // allocate makes every buffer of plan p, zeroes the symmetric one and
-// writes the peers' bases (with GIN, gin.go: rank is this rank, allGIN
-// every other rank through GIN). On error, free releases what was made.
-func (m *memory) allocate(p *kernels.Plan, s Stream, rank int, allGIN bool) error {
+// writes the peers' bases (with GIN, gin.go; rank is this rank). On error,
+// free releases what was made.
+func (m *memory) allocate(p *kernels.Plan, s Stream, rank int) error {
 	m.sizes = map[uint64]int64{}
 	var err error
 	if m.errw, err = NewMappedWord(); err != nil {
@@ -55,7 +55,7 @@ func (m *memory) allocate(p *kernels.Plan, s Stream, rank int, allGIN bool) erro
 	var local uint64
 	var peers []uint64
 	if p.GIN {
-		local, peers, err = m.allocGIN(p, rank, allGIN)
+		local, peers, err = m.allocGIN(p, rank)
 	} else {
 		local, peers, err = m.transport.Alloc(p.Sym.Total)
 	}
