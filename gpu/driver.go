@@ -68,10 +68,12 @@ func (s Stream) Sync() error {
 }
 
 // SyncWithin waits for everything enqueued on the stream, at most d: false
-// (and no error) when the work is still running then.
+// (and no error) when the work is still running then. It polls without
+// sleeping, as cuStreamSynchronize spins by default: a sleep would add its
+// own latency to the timed loop's host times.
 func (s Stream) SyncWithin(d time.Duration) (bool, error) {
 	deadline := time.Now().Add(d)
-	for pause := time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+	for {
 		err := s.s.Query()
 		if err == nil {
 			return true, nil
@@ -82,7 +84,6 @@ func (s Stream) SyncWithin(d time.Duration) (bool, error) {
 		if time.Now().After(deadline) {
 			return false, nil
 		}
-		time.Sleep(pause)
 	}
 }
 
