@@ -125,6 +125,16 @@ if [ -n "$mps" ]; then
 		cat "$out/run.txt" >>"$log"
 		mps_secs=$((SECONDS - t0))
 	}
+	mps_result() { # name ok(0|1) what-if-ok [what-if-not]: records the last mps_run; a failure also restarts MPS
+		if [ "$2" = 1 ]; then
+			results+=("$1|$3|ok")
+		else
+			results+=("$1|rc=$mps_rc${4:+, $4}, ${mps_secs} s|FAIL")
+			status=1
+			tail -5 "$out/run.txt"
+			mps_start
+		fi
+	}
 	soak=(-V --back-to-back --jitter-us 20 --validate-every 50 -i 1000)
 	extra_x=()
 	mps_start
@@ -139,14 +149,7 @@ if [ -n "$mps" ]; then
 			mps_run "mps $n ${c:-defaults}" 120 "$n" "${soak[@]}" $c "${ptx_args[@]}"
 			g=$(grep -o 'kernels: [0-9]* blocks' "$out/run.txt" | head -1)
 			v=$(grep -o 'Global validation: .*' "$out/run.txt" | head -1)
-			if [ $mps_rc -eq 0 ]; then
-				results+=("mps $n ${c:-defaults}|${g#kernels: }, ${v:-no validation}, ${mps_secs} s|ok")
-			else
-				results+=("mps $n ${c:-defaults}|rc=$mps_rc, ${mps_secs} s|FAIL")
-				status=1
-				tail -5 "$out/run.txt"
-				mps_start
-			fi
+			mps_result "mps $n ${c:-defaults}" "$((mps_rc == 0))" "${g#kernels: }, ${v:-no validation}, ${mps_secs} s"
 		done
 	done
 	# Elastic EP's active-mask test (at least 4 ranks): every check passes.
@@ -154,15 +157,9 @@ if [ -n "$mps" ]; then
 		for c in "" "--protocol fenced" "-t 1" "-L rm"; do
 			# shellcheck disable=SC2086
 			mps_run "mask $n ${c:-defaults}" 120 "$n" -T --timeout-ms 1000 -w 3 -i 20 $c "${ptx_args[@]}"
-			f=$(grep -c 'check: FAILED' "$out/run.txt")
-			if [ $mps_rc -eq 0 ] && grep -q '=== Active-Mask Test Complete ===' "$out/run.txt"; then
-				results+=("mask $n ${c:-defaults}|every check passed, ${mps_secs} s|ok")
-			else
-				results+=("mask $n ${c:-defaults}|rc=$mps_rc, $f checks failed, ${mps_secs} s|FAIL")
-				status=1
-				tail -5 "$out/run.txt"
-				mps_start
-			fi
+			ok=0
+			[ $mps_rc -eq 0 ] && grep -q '=== Active-Mask Test Complete ===' "$out/run.txt" && ok=1
+			mps_result "mask $n ${c:-defaults}" $ok "every check passed, ${mps_secs} s" "$(grep -c 'check: FAILED' "$out/run.txt") checks failed"
 		done
 	done
 	# The broken builds: each is run where its breakage can bite (two ranks,
@@ -209,28 +206,19 @@ if [ -n "$mps" ]; then
 			# shellcheck disable=SC2086
 			mps_run "gin $n ${c:-defaults}" 180 "$n" -n -V --back-to-back --jitter-us 20 --validate-every 5 -w 3 -i 20 $c "${ptx_args[@]}"
 			v=$(grep -o 'Global validation: .*' "$out/run.txt" | head -1)
-			if [ $mps_rc -eq 0 ] && [ -n "$v" ]; then
-				results+=("gin $n ${c:-defaults}|$v, ${mps_secs} s|ok")
-			else
-				results+=("gin $n ${c:-defaults}|rc=$mps_rc, ${mps_secs} s|FAIL")
-				status=1
-				tail -5 "$out/run.txt"
-				mps_start
-			fi
+			ok=0
+			[ $mps_rc -eq 0 ] && [ -n "$v" ] && ok=1
+			mps_result "gin $n ${c:-defaults}" $ok "$v, ${mps_secs} s"
 		done
 		# A GIN backend that stops making progress holds a kernel in NCCL's
 		# unbounded waits: the host reports it (exit 4) after --timeout-ms
 		# and the margin, and does not wait for ever.
 		extra_x+=(-x EPBENCH_RMA_STALL_AFTER=300)
 		mps_run "gin stalled backend" 120 2 -n -w 3 -i 40 --timeout-ms 2000 "${ptx_args[@]}"
-		if [ $mps_rc -eq 4 ] && grep -q 'stopped making progress' "$out/run.txt"; then
-			results+=("gin stalled backend|exit 4 after ${mps_secs} s|ok")
-		else
-			results+=("gin stalled backend|rc=$mps_rc, ${mps_secs} s|FAIL")
-			status=1
-			tail -5 "$out/run.txt"
-		fi
-		mps_start
+		ok=0
+		[ $mps_rc -eq 4 ] && grep -q 'stopped making progress' "$out/run.txt" && ok=1
+		mps_result "gin stalled backend" $ok "exit 4 after ${mps_secs} s"
+		[ $ok = 0 ] || mps_start # a run that ends with kernels held can leave MPS unusable
 		extra_x=()
 	elif [ -n "$gin" ]; then
 		results+=("gin|needs NCCL_HOME and the test plugin's build (scripts/rma-plugin.sh)|FAIL")
