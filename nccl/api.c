@@ -189,35 +189,21 @@ int ep_nccl_peer_device_pointer(const ep_nccl_api* api, void* win, size_t offset
     return finish(api, NULL, rc, last, last_len);
 }
 
-/* requirements_default is NCCL's initializer of the requirements: nothing
- * asked for, GIN off, four contexts hinted, traffic class left to NCCL,
- * strong and window signals required. */
-static void requirements_default(ep_nccl_dev_comm_requirements* r) {
-    memset(r, 0, sizeof *r);
-    r->size = sizeof *r;
-    r->magic = EP_NCCL_API_MAGIC;
-    r->version = EP_NCCL_DEVICE_VERSION;
-    r->resourceRequirementsList = NULL;
-    r->teamRequirementsList = NULL;
-    r->lsaMultimem = false;
-    r->ginForceEnable = false;
-    r->ginContextCount = 4;
-    r->ginConnectionType = EP_NCCL_GIN_CONNECTION_NONE;
-    r->ginExclusiveContexts = false;
-    r->ginTrafficClass = EP_NCCL_CONFIG_UNDEF_INT;
-    r->ginStrongSignalsRequired = true;
-    r->ginVaSignalsRequired = true;
-}
-
 int ep_nccl_dev_comm_create(const ep_nccl_api* api, void* comm, int contexts, void* out, char* last, size_t last_len) {
-    ep_nccl_dev_comm_requirements reqs;
-    requirements_default(&reqs);
-    reqs.ginConnectionType = EP_NCCL_GIN_CONNECTION_FULL;
-    reqs.ginContextCount = contexts;
-    reqs.ginSignalCount = 0;
-    reqs.ginCounterCount = 0;
-    reqs.ginStrongSignalsRequired = true;
-    reqs.ginVaSignalsRequired = true;
+    /* NCCL's initializer of the requirements (nothing asked for, traffic
+     * class left to NCCL, strong and window signals required; the fields
+     * not named are 0, NULL or false), but for GIN from every rank to every
+     * rank with contexts contexts. */
+    ep_nccl_dev_comm_requirements reqs = {
+        .size = sizeof reqs,
+        .magic = EP_NCCL_API_MAGIC,
+        .version = EP_NCCL_DEVICE_VERSION,
+        .ginContextCount = contexts,
+        .ginConnectionType = EP_NCCL_GIN_CONNECTION_FULL,
+        .ginTrafficClass = EP_NCCL_CONFIG_UNDEF_INT,
+        .ginStrongSignalsRequired = true,
+        .ginVaSignalsRequired = true,
+    };
     memset(out, 0, EP_NCCL_DEV_COMM_SCRATCH);
     int rc = ((dev_comm_create_fn)api->dev_comm_create)(comm, &reqs, out);
     return finish(api, comm, rc, last, last_len);
