@@ -341,13 +341,22 @@ int ncclGetUniqueId(unique_id* id) {
     return OK;
 }
 
+/* check_header fails loudly on a versioned struct (what) that NCCL 2.30
+ * would refuse or read in another layout: its size, magic and version,
+ * which NCCL's versioned structs start with. */
+static int check_header(const char* what, size_t size, size_t want, unsigned int magic, unsigned int v) {
+    if (size != want) return fail(INVALID_USAGE, "fake: %s size %zu, want %zu", what, size, want);
+    if (magic != API_MAGIC) return fail(INVALID_USAGE, "fake: %s magic %#x", what, magic);
+    if ((int)v > version()) return fail(INVALID_USAGE, "fake: %s version %u is newer than the library (%d)", what, v, version());
+    if (v < 23000) return fail(INVALID_USAGE, "fake: %s version %u predates 2.30", what, v);
+    return OK;
+}
+
 /* check_config fails loudly on a config that NCCL 2.30.7 would read
  * differently from what the caller meant. */
 static int check_config(const config* cfg) {
-    if (cfg->size != sizeof *cfg) return fail(INVALID_USAGE, "fake: config size %zu, want %zu", cfg->size, sizeof *cfg);
-    if (cfg->magic != API_MAGIC) return fail(INVALID_USAGE, "fake: config magic %#x", cfg->magic);
-    if ((int)cfg->version > version()) return fail(INVALID_USAGE, "fake: config version %u is newer than the library (%d)", cfg->version, version());
-    if (cfg->version < 23000) return fail(INVALID_USAGE, "fake: config version %u predates 2.30", cfg->version);
+    int rc = check_header("config", cfg->size, sizeof *cfg, cfg->magic, cfg->version);
+    if (rc != OK) return rc;
     if (cfg->blocking != 0) return fail(INVALID_USAGE, "fake: config blocking %d, want a non-blocking communicator", cfg->blocking);
     const int ints[] = {cfg->cgaClusterSize, cfg->minCTAs, cfg->maxCTAs, cfg->splitShare, cfg->trafficClass,
                         cfg->collnetEnable, cfg->CTAPolicy, cfg->shrinkShare, cfg->nvlsCTAs, cfg->nChannelsPerNetPeer,
@@ -412,10 +421,8 @@ int ncclCommDestroy(struct comm* c) {
 
 int ncclCommQueryProperties(struct comm* c, properties* p) {
     if (c == NULL || p == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm or properties");
-    if (p->size != sizeof *p) return fail(INVALID_USAGE, "fake: properties size %zu, want %zu", p->size, sizeof *p);
-    if (p->magic != API_MAGIC) return fail(INVALID_USAGE, "fake: properties magic %#x", p->magic);
-    if ((int)p->version > version()) return fail(INVALID_USAGE, "fake: properties version %u is newer than the library (%d)", p->version, version());
-    if (p->version < 23000) return fail(INVALID_USAGE, "fake: properties version %u predates 2.30", p->version);
+    int rc = check_header("properties", p->size, sizeof *p, p->magic, p->version);
+    if (rc != OK) return rc;
     p->rank = c->rank;
     p->nRanks = c->nranks;
     p->cudaDev = c->rank;
@@ -513,11 +520,8 @@ static void log_requirements(const dev_requirements* r) {
 int ncclDevCommCreate(struct comm* c, const dev_requirements* r, unsigned char* out) {
     log_call("ncclDevCommCreate");
     if (c == NULL || r == NULL || out == NULL) return fail(INVALID_ARGUMENT, "fake: NULL comm, requirements or device communicator");
-    if (r->size != sizeof *r) return fail(INVALID_USAGE, "fake: requirements size %zu, want %zu", r->size, sizeof *r);
-    if (r->magic != API_MAGIC) return fail(INVALID_USAGE, "fake: requirements magic %#x", r->magic);
-    if ((int)r->version > version()) return fail(INVALID_USAGE, "fake: requirements version %u is newer than the library (%d)", r->version, version());
-    if (r->version < 23000) return fail(INVALID_USAGE, "fake: requirements version %u predates 2.30", r->version);
-    int rc = ready(c);
+    int rc = check_header("requirements", r->size, sizeof *r, r->magic, r->version);
+    if (rc == OK) rc = ready(c);
     if (rc != OK) return rc;
     log_requirements(r);
     c->dev_out = out;
