@@ -171,32 +171,20 @@ func TestCallErrors(t *testing.T) {
 		{
 			name: "init fails with a last error",
 			env:  map[string]string{"FAKE_NCCL_INIT_RESULT": "2", "FAKE_NCCL_INIT_ERROR": "bootstrap: connection to rank 0 refused"},
-			call: func(t *testing.T, l *Lib) error {
-				id, _ := l.GetUniqueID()
-				_, err := l.CommInitRank(2, id, 0, testTimeout)
-				return err
-			},
+			call: initRank(0),
 			want: Error{"ncclCommInitRankConfig", 2, "fake: system error (bootstrap: connection to rank 0 refused)"},
 		},
 		{
 			name: "init fails without a last error",
 			env:  map[string]string{"FAKE_NCCL_INIT_RESULT": "6"},
-			call: func(t *testing.T, l *Lib) error {
-				id, _ := l.GetUniqueID()
-				_, err := l.CommInitRank(2, id, 0, testTimeout)
-				return err
-			},
+			call: initRank(0),
 			want: Error{"ncclCommInitRankConfig", 6, "fake: remote error"},
 		},
 		{
 			name: "init fails while in progress",
 			env: map[string]string{"FAKE_NCCL_INIT_POLLS": "2", "FAKE_NCCL_INIT_ASYNC": "6",
 				"FAKE_NCCL_INIT_ERROR": "bootstrap: rank 1 closed the connection"},
-			call: func(t *testing.T, l *Lib) error {
-				id, _ := l.GetUniqueID()
-				_, err := l.CommInitRank(2, id, 0, testTimeout)
-				return err
-			},
+			call: initRank(0),
 			want: Error{"ncclCommInitRankConfig", 6, "fake: remote error (bootstrap: rank 1 closed the connection)"},
 		},
 		{
@@ -227,11 +215,7 @@ func TestCallErrors(t *testing.T) {
 		},
 		{
 			name: "rank out of range",
-			call: func(t *testing.T, l *Lib) error {
-				id, _ := l.GetUniqueID()
-				_, err := l.CommInitRank(2, id, 5, testTimeout)
-				return err
-			},
+			call: initRank(5),
 			want: Error{"ncclCommInitRankConfig", 4, "fake: invalid argument (fake: rank 5 of 2 ranks)"},
 		},
 		{
@@ -299,6 +283,15 @@ func TestCallErrors(t *testing.T) {
 				t.Fatalf("message %q; want %q", got, want)
 			}
 		})
+	}
+}
+
+// initRank is a call of TestCallErrors: rank's CommInitRank of 2 ranks.
+func initRank(rank int) func(*testing.T, *Lib) error {
+	return func(t *testing.T, l *Lib) error {
+		id, _ := l.GetUniqueID()
+		_, err := l.CommInitRank(2, id, rank, testTimeout)
+		return err
 	}
 }
 
