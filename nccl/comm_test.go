@@ -102,14 +102,7 @@ func TestCommWindowLifecycle(t *testing.T) {
 func TestPropertiesLayoutVersion(t *testing.T) {
 	for _, version := range []string{"23000", "23003", "23007", "23107", "30000"} {
 		t.Run(version, func(t *testing.T) {
-			_, path := installFake(t, fakeFull, "libnccl.so.2")
-			t.Setenv("FAKE_NCCL_VERSION", version)
-			l, err := LoadFrom(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			c := initComm(t, l, 2, 1)
+			c := initComm(t, loadFakeVersion(t, version), 2, 1)
 			props, err := c.Properties()
 			if err != nil || props.Rank != 1 || props.NRanks != 2 {
 				t.Fatalf("Properties = %+v, %v; want rank 1 of 2", props, err)

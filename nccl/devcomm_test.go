@@ -101,14 +101,8 @@ func TestDevCommVersions(t *testing.T) {
 		{"23007", true}, {"23009", true}, {"23006", false}, {"23100", false}, {"30007", false},
 	} {
 		t.Run(c.version, func(t *testing.T) {
-			_, path := installFake(t, fakeFull, "libnccl.so.2")
-			t.Setenv("FAKE_NCCL_VERSION", c.version)
+			l := loadFakeVersion(t, c.version)
 			t.Setenv("FAKE_NCCL_GIN", "2")
-			l, err := LoadFrom(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
 			calls := callLog(t)
 			comm := initComm(t, l, 2, 0)
 			d, err := comm.CreateDevComm(1)

@@ -111,7 +111,15 @@ func installFake(t *testing.T, variant, name string) (home, path string) {
 // test.
 func loadFake(t *testing.T) *Lib {
 	t.Helper()
+	return loadFakeVersion(t, "")
+}
+
+// loadFakeVersion is loadFake of a stand-in whose ncclGetVersion reports
+// code ("": its own, 2.30.7).
+func loadFakeVersion(t *testing.T, code string) *Lib {
+	t.Helper()
 	_, path := installFake(t, fakeFull, "libnccl.so.2")
+	t.Setenv("FAKE_NCCL_VERSION", code)
 	l, err := LoadFrom(path)
 	if err != nil {
 		t.Fatalf("LoadFrom(%s): %v", path, err)

@@ -188,14 +188,7 @@ func TestLoadFromRefused(t *testing.T) {
 }
 
 func TestLoadFromAccepts2300(t *testing.T) {
-	_, path := installFake(t, fakeFull, "libnccl.so.2")
-	t.Setenv("FAKE_NCCL_VERSION", "23000")
-	l, err := LoadFrom(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if l.Version != MinVersion {
+	if l := loadFakeVersion(t, "23000"); l.Version != MinVersion {
 		t.Fatalf("Version = %v; want %v", l.Version, MinVersion)
 	}
 }
