@@ -144,14 +144,7 @@ func TestDevCommGoSideChecks(t *testing.T) {
 func TestDevCommAfterAbort(t *testing.T) {
 	l := loadFake(t)
 	calls := callLog(t)
-	id, err := l.GetUniqueID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	comm, err := l.CommInitRank(2, id, 0, testTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	comm := initComm(t, l, 2, 0)
 	d, err := comm.CreateDevComm(1)
 	if err != nil {
 		t.Fatal(err)
