@@ -83,8 +83,7 @@ esac
 [ $# -le 2 ] || usage_error "too many arguments"
 
 src_arg=$1
-prefix=${2:-$PWD/.nccl}
-[ -n "$prefix" ] || usage_error "PREFIX is empty"
+prefix=${2:-$PWD/.nccl} # an empty PREFIX too takes the default
 case "$prefix" in
 /*) ;;
 *) prefix=$PWD/$prefix ;; # NCCL's make runs in the source tree: make it absolute
