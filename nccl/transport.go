@@ -134,7 +134,7 @@ func (t *Transport) AllocWith(size int64, o AllocOptions) (uint64, []uint64, err
 	}
 	p, err := t.lib.MemAlloc(size)
 	if err != nil {
-		err = fmt.Errorf("ncclMemAlloc of %d bytes: %w", size, err)
+		err = fmt.Errorf("allocating %d bytes of symmetric memory: %w", size, err)
 	}
 	if err := t.agree(err, "allocate its symmetric memory"); err != nil {
 		if p != 0 {
