@@ -47,6 +47,9 @@
 #if EPBENCH_GIN && (EPBENCH_DISPATCH_PROTO != 0 || EPBENCH_COMBINE_PROTO != 0 || EPBENCH_COMBINE_MODE == 1)
 #error "the GIN build is of the fenced protocols with a per-rank combine (rank_local_reduce or rank-major)"
 #endif
+#if EPBENCH_GIN
+static_assert(epbench::kGinMaskWords * 64 == epbench::kMaxRanks, "GinArgs.peers has a bit per rank");
+#endif
 
 using namespace epbench;
 

@@ -21,6 +21,7 @@
  *                                      signal ever completes (a backend that
  *                                      stopped making progress, for the test
  *                                      that the host does not wait for ever)
+ *   (a value of these three that is not a count makes the context fail)
  *
  * Deliberate test behaviours (the point of the plugin is to exercise the
  * ordering rules the kernels rely on, not to be fast; every copy is staged
@@ -622,6 +623,22 @@ static rmaResult rmaDeregMrSym(void* collComm, void* mhandle) {
 
 static rmaResult rmaDestroyContext(void* rmaCtx);
 
+/* A count from the environment into *v (left as it is when unset); anything
+ * but a decimal count is refused. */
+static rmaResult envCount(const char* name, uint64_t* v) {
+  const char* env = getenv(name);
+  if (!env || !*env) return OK;
+  char* end;
+  errno = 0;
+  unsigned long long n = strtoull(env, &end, 10);
+  if (*end || errno || *env == '-') {
+    WARN("%s=%s is not a count", name, env);
+    return ERR_USAGE;
+  }
+  *v = n;
+  return OK;
+}
+
 static rmaResult rmaCreateContext(void* collComm, struct rmaConfig* cfg, void** rmaCtx) {
   struct coll* cc = collComm;
   if (cfg->nContexts <= 0) return ERR_ARGUMENT;
@@ -632,16 +649,9 @@ static rmaResult rmaCreateContext(void* collComm, struct rmaConfig* cfg, void** 
   rc->cc = cc;
   rc->nContexts = cfg->nContexts;
   rc->delay = 50;
-  const char* env = getenv("EPBENCH_RMA_DELAY_PASSES");
-  if (env && *env) {
-    char* end;
-    long long v = strtoll(env, &end, 10);
-    if (*end || v < 0) WARN("EPBENCH_RMA_DELAY_PASSES=%s is not a count of passes; using %llu", env,
-                            (unsigned long long)rc->delay);
-    else rc->delay = (uint64_t)v;
-  }
-  if ((env = getenv("EPBENCH_RMA_TRACE")) && *env) rc->trace = strtoull(env, NULL, 10);
-  if ((env = getenv("EPBENCH_RMA_STALL_AFTER")) && *env) rc->stallAfter = strtoull(env, NULL, 10);
+  if ((res = envCount("EPBENCH_RMA_DELAY_PASSES", &rc->delay)) != OK || (res = envCount("EPBENCH_RMA_TRACE", &rc->trace)) != OK ||
+      (res = envCount("EPBENCH_RMA_STALL_AFTER", &rc->stallAfter)) != OK)
+    return rmaDestroyContext(rc), res;
   for (int c = 0; c < rc->nContexts && res == OK; c++) {
     /* Non-blocking streams: the kernel that posted the puts is still running. */
     res = CUCALL(cuStreamCreate(&rc->context[c].s, CU_STREAM_NON_BLOCKING));
