@@ -32,9 +32,11 @@ var ErrNoCUDAExecutable = errors.New("CUDA executable not found")
 // executable.
 func cudaExecutable() (string, error) {
 	p, from := os.Getenv(CUDAExeEnv), CUDAExeEnv+"="
-	if self, err := os.Executable(); p == "" && err != nil {
-		return "", fmt.Errorf("%w: %v", ErrNoCUDAExecutable, err)
-	} else if p == "" {
+	if p == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", ErrNoCUDAExecutable, err)
+		}
 		p, from = filepath.Join(filepath.Dir(self), "epbench-cuda"), ""
 	}
 	if _, err := os.Stat(p); err != nil {
@@ -43,8 +45,10 @@ func cudaExecutable() (string, error) {
 	return p, nil
 }
 
-// handOver replaces this process with the CUDA executable, keeping argv and the environment; it returns only on
-// failure. Without a loadable CUDA driver (the loader would say so once per rank) rank 0 says so and it exits.
+// handOver replaces this process with the CUDA executable, keeping argv and
+// the environment; it returns only on failure. Without a loadable CUDA
+// driver (the loader would say so once per rank) rank 0 says so and it
+// exits.
 func handOver(args []string) error {
 	if os.Getenv(handoffEnv) != "" {
 		return Runtimef("%s does not hold the CUDA backend", os.Args[0])
