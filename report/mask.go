@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -29,17 +30,7 @@ type MaskCheck struct {
 }
 
 // OK reports whether the mask is the one expected.
-func (c MaskCheck) OK() bool {
-	if len(c.Mask) != len(c.Want) {
-		return false
-	}
-	for i := range c.Mask {
-		if c.Mask[i] != c.Want[i] {
-			return false
-		}
-	}
-	return true
-}
+func (c MaskCheck) OK() bool { return slices.Equal(c.Mask, c.Want) }
 
 // Failed reports whether any check of the test failed.
 func (m *MaskTest) Failed() bool {
