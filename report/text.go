@@ -96,7 +96,7 @@ func WriteHeader(w io.Writer, c Config, topology []string) error {
 		p.line("  Timing:          " + TimingBackToBack)
 	}
 	p.line("")
-	if len(c.RankTokens) > 0 && c.SubTest != "" && strings.HasPrefix(c.SubTest, "Non-uniform") {
+	if len(c.RankTokens) > 0 && strings.HasPrefix(c.SubTest, "Non-uniform") {
 		counts := make([]string, len(c.RankTokens))
 		for r, n := range c.RankTokens {
 			counts[r] = fmt.Sprintf("r%d=%d", r, n)
