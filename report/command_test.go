@@ -77,25 +77,6 @@ func TestLabels(t *testing.T) {
 	}
 }
 
-// Labels given by hand are printed whole, however long.
-func TestWriteCompareLongLabels(t *testing.T) {
-	in := parseAll(t, "reference/ll_t1_i50.ep_bench.out", "reference/ll_t32_i50.ep_bench.out")
-	in[0].Label, in[1].Label = "nccl-ep-baseline-long-label", "x"
-	var b bytes.Buffer
-	if err := WriteCompare(&b, in, CompareOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"metric                    nccl-ep-baseline-long-label             x\n",
-		"Host Dispatch avg                               27.09         30.56\n",
-		"Host D+C ratio nccl-ep-baseline-long-label/x = 0.85x\n",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("no %q in\n%s", want, b.String())
-		}
-	}
-}
-
 // Impossible numbers are refused with the file and the line named, by
 // compare as by every reader of summaries.
 func TestCompareRejectsImpossibleNumbers(t *testing.T) {

@@ -102,15 +102,31 @@ func TestWriteCompare(t *testing.T) {
 	}
 }
 
+// An empty label is defaulted; labels given by hand are printed whole,
+// however long.
 func TestWriteCompareLabels(t *testing.T) {
-	in := parseAll(t, "reference/ll_t1_i50.ep_bench.out", "reference/ll_t32_i50.ep_bench.out")
-	in[0].Label, in[1].Label = "nccl-ep", ""
-	var b bytes.Buffer
-	if err := WriteCompare(&b, in, CompareOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "Host D+C ratio nccl-ep/input2 = 0.85x") {
-		t.Errorf("label not defaulted:\n%s", b.String())
+	for _, tc := range []struct {
+		labels [2]string
+		want   []string
+	}{
+		{[2]string{"nccl-ep", ""}, []string{"Host D+C ratio nccl-ep/input2 = 0.85x\n"}},
+		{[2]string{"nccl-ep-baseline-long-label", "x"}, []string{
+			"metric                    nccl-ep-baseline-long-label             x\n",
+			"Host Dispatch avg                               27.09         30.56\n",
+			"Host D+C ratio nccl-ep-baseline-long-label/x = 0.85x\n",
+		}},
+	} {
+		in := parseAll(t, "reference/ll_t1_i50.ep_bench.out", "reference/ll_t32_i50.ep_bench.out")
+		in[0].Label, in[1].Label = tc.labels[0], tc.labels[1]
+		var b bytes.Buffer
+		if err := WriteCompare(&b, in, CompareOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("%q: no %q in\n%s", tc.labels, want, b.String())
+			}
+		}
 	}
 }
 
