@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -29,29 +27,16 @@ func TestCUDABackendWithoutDriver(t *testing.T) {
 		if np > 0 {
 			args = append([]string{"mpirun", "-np", strconv.Itoa(np)}, args...)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-			"OMPI_MCA_rmaps_base_oversubscribe=1", "EPBENCH_CUDA_EXE="+cudaExe)
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		cancel()
-		if strings.Contains(stdout.String(), "=== Summary") {
+		r := runWithCUDA(t, time.Minute, cudaExe, args[0], args[1:]...)
+		if strings.Contains(r.stdout, "=== Summary") {
 			t.Skip("the CUDA driver loads here: the run measured")
 		}
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else {
-			require.NoError(t, err)
-		}
-		assert.Equal(t, 1, code, "np %d: stderr %s", np, stderr.String())
-		lines := errorLines(stderr.String())
-		if assert.Len(t, lines, 1, "np %d: %q", np, stderr.String()) {
+		assert.Equal(t, 1, r.code, "np %d: stderr %s", np, r.stderr)
+		lines := errorLines(r.stderr)
+		if assert.Len(t, lines, 1, "np %d: %q", np, r.stderr) {
 			assert.True(t, strings.HasPrefix(lines[0], want), "np %d: %q", np, lines[0])
 			assert.True(t, strings.HasSuffix(lines[0], "; --backend cpu runs without it"), "np %d: %q", np, lines[0])
 		}
-		assert.NotContains(t, stderr.String(), "error while loading shared libraries", "np %d", np)
+		assert.NotContains(t, r.stderr, "error while loading shared libraries", "np %d", np)
 	}
 }

@@ -45,13 +45,22 @@ type result struct {
 	code           int
 }
 
+// run runs name with args within timeout. The CUDA executable is one that
+// does not exist, so the CUDA backend is never reached from a test that does
+// not ask for it.
 func run(t *testing.T, timeout time.Duration, name string, args ...string) result {
+	t.Helper()
+	return runWithCUDA(t, timeout, "/nonexistent/epbench-cuda", name, args...)
+}
+
+// runWithCUDA is run with cudaExe as the CUDA executable.
+func runWithCUDA(t *testing.T, timeout time.Duration, cudaExe, name string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-		"OMPI_MCA_rmaps_base_oversubscribe=1", "EPBENCH_CUDA_EXE=/nonexistent/epbench-cuda")
+		"OMPI_MCA_rmaps_base_oversubscribe=1", "EPBENCH_CUDA_EXE="+cudaExe)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
