@@ -252,14 +252,7 @@ func (r *Run) timed(m *Measurement, routings int) error {
 			return fmt.Errorf("timed iteration %d: combine: %w", i, err)
 		}
 		h.stamp(i, 4)
-		var err error
-		if m.DispatchUs[i], err = b.ElapsedUs(0, 1); err != nil {
-			return err
-		}
-		if m.CombineUs[i], err = b.ElapsedUs(2, 3); err != nil {
-			return err
-		}
-		if m.TotalUs[i], err = b.ElapsedUs(0, 3); err != nil {
+		if err := r.samples(m, i, 0); err != nil {
 			return err
 		}
 		if err := r.barrier.Wait("barrier after the pair"); err != nil {
@@ -357,14 +350,7 @@ func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 		return err
 	}
 	for i := 0; i < r.Cfg.Iters; i++ {
-		var err error
-		if m.DispatchUs[i], err = b.ElapsedUs(4*i, 4*i+1); err != nil {
-			return err
-		}
-		if m.CombineUs[i], err = b.ElapsedUs(4*i+2, 4*i+3); err != nil {
-			return err
-		}
-		if m.TotalUs[i], err = b.ElapsedUs(4*i, 4*i+3); err != nil {
+		if err := r.samples(m, i, 4*i); err != nil {
 			return err
 		}
 	}
@@ -383,6 +369,20 @@ func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 		return ve
 	}
 	return nil
+}
+
+// samples reads timed iteration i's times from its four marks, from slot
+// first on: before and after the dispatch, before and after the combine.
+func (r *Run) samples(m *Measurement, i, first int) (err error) {
+	b := r.Backend
+	if m.DispatchUs[i], err = b.ElapsedUs(first, first+1); err != nil {
+		return err
+	}
+	if m.CombineUs[i], err = b.ElapsedUs(first+2, first+3); err != nil {
+		return err
+	}
+	m.TotalUs[i], err = b.ElapsedUs(first, first+3)
+	return err
 }
 
 // pair runs dispatch, sync, combine, sync of routing j. A rank told to skip
