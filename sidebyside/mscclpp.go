@@ -89,11 +89,10 @@ func (mscclppProgram) Prepare(o *Options) error {
 	if err := checkMSCCLPP("mscclpp", o); err != nil {
 		return err
 	}
-	bench, err := locate("--mscclpp-bench", o.MSCCLPPBench, mscclppScript, true, o.DryRun)
-	if err != nil {
+	var err error
+	if o.MSCCLPPBench, err = locate("--mscclpp-bench", o.MSCCLPPBench, mscclppScript, true, o.DryRun); err != nil {
 		return err
 	}
-	o.MSCCLPPBench = bench
 	flag := "--python"
 	if o.CondaEnv != "" {
 		flag = "--conda-env"
@@ -155,11 +154,10 @@ func (mscclppCppProgram) Prepare(o *Options) error {
 	if err := checkMSCCLPP("mscclpp-cpp", o); err != nil {
 		return err
 	}
-	bench, err := locate("--mscclpp-cpp-bench", o.MSCCLPPCppBench, mscclppCppExe, false, o.DryRun)
-	if err != nil {
+	var err error
+	if o.MSCCLPPCppBench, err = locate("--mscclpp-cpp-bench", o.MSCCLPPCppBench, mscclppCppExe, false, o.DryRun); err != nil {
 		return err
 	}
-	o.MSCCLPPCppBench = bench
 	findCUPTI(o)
 	return nil
 }

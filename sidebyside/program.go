@@ -212,19 +212,18 @@ func (ncclEPProgram) Prepare(o *Options) error {
 	if o.Problem.DispatchDtype != "bf16" {
 		return usageErr("--dispatch-dtype", "%s cannot be compared with nccl-ep: its ep_bench command runs BF16 dispatch", o.Problem.DispatchDtype)
 	}
-	bench, err := locate("--nccl-ep-bench", o.NCCLEPBench, "ep_bench", false, o.DryRun)
-	if err != nil {
+	var err error
+	if o.NCCLEPBench, err = locate("--nccl-ep-bench", o.NCCLEPBench, "ep_bench", false, o.DryRun); err != nil {
 		return err
 	}
-	o.NCCLEPBench = bench
 	switch {
 	case o.NCCLLibPath != "":
 		if abs, err := filepath.Abs(o.NCCLLibPath); err == nil {
 			o.NCCLLibPath = abs
 		}
-	case strings.Contains(bench, "/"):
+	case strings.Contains(o.NCCLEPBench, "/"):
 		// <build>/test/nccl_ep/ep_bench -> <build>/lib
-		o.NCCLLibPath = filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(bench))), "lib")
+		o.NCCLLibPath = filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(o.NCCLEPBench))), "lib")
 	}
 	return nil
 }
