@@ -114,12 +114,12 @@ func Requested(args []string) bool {
 // Patterns for the free-form values that reach mpirun's command line or a
 // hostfile. They are never seen by a shell, but a host name with a space
 // or a newline would still change what mpirun reads, so only the characters
-// of host names, IPv4/IPv6 addresses and interface names are let through,
-// starting with a letter or digit so nothing reads as an option.
+// of host names, IPv4/IPv6 addresses and interface names (namePattern) are
+// let through, starting with a letter or digit so nothing reads as an
+// option.
 var (
-	hostPattern  = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:-]*$`)
-	ifacePattern = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:-]*$`)
-	hcaPattern   = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._-]*(,[0-9A-Za-z][0-9A-Za-z._-]*)*$`)
+	namePattern = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:-]*$`)
+	hcaPattern  = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._-]*(,[0-9A-Za-z][0-9A-Za-z._-]*)*$`)
 )
 
 const (
@@ -285,7 +285,7 @@ func (f *flags) resolve(env Env) (*Options, error) {
 	if o.Nodes, err = parseNodes(f.nodes); err != nil {
 		return nil, err
 	}
-	if f.iface != "" && (len(f.iface) > maxIfaceLen || !ifacePattern.MatchString(f.iface)) {
+	if f.iface != "" && (len(f.iface) > maxIfaceLen || !namePattern.MatchString(f.iface)) {
 		return nil, usageErr("--iface", "%q is not a network interface name", f.iface)
 	}
 	o.Iface = f.iface
@@ -494,7 +494,7 @@ func parseNodes(s string) ([]string, error) {
 	hosts := strings.Fields(s)
 	seen := map[string]bool{}
 	for _, h := range hosts {
-		if len(h) > maxHostLen || !hostPattern.MatchString(h) {
+		if len(h) > maxHostLen || !namePattern.MatchString(h) {
 			return nil, usageErr("--nodes", "%q is not a host name or IP", h)
 		}
 		if seen[h] {
