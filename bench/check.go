@@ -201,20 +201,36 @@ type pendingCheck struct {
 // validatedPair enqueues a pair of routing j on a generation of its own,
 // with its outputs poisoned first and copied to the host after, and no sync.
 func (r *Run) validatedPair(j int) (pendingCheck, error) {
-	b := r.Backend
-	r.gen++
-	if err := errors.Join(b.Poison(false), b.Generation(r.gen)); err != nil {
-		return pendingCheck{}, fmt.Errorf("validated pair: %w", err)
+	if err := r.startValidated(); err != nil {
+		return pendingCheck{}, err
 	}
 	if err := r.launchPair(j); err != nil {
 		return pendingCheck{}, fmt.Errorf("validated pair: %w", err)
 	}
-	snap, err := b.Snapshot()
+	return r.endValidated(j, 0)
+}
+
+// startValidated makes the pair enqueued next a validated one: its outputs
+// poisoned and its dispatch on a generation of its own, in operation order
+// without a sync.
+func (r *Run) startValidated() error {
+	r.gen++
+	if err := errors.Join(r.Backend.Poison(false), r.Backend.Generation(r.gen)); err != nil {
+		return fmt.Errorf("validated pair: %w", err)
+	}
+	return nil
+}
+
+// endValidated follows the validated pair of routing j just enqueued, done
+// after `after` timed pairs: it starts copying the pair's outputs to the
+// host and puts the dispatches that follow back on generation 0.
+func (r *Run) endValidated(j, after int) (pendingCheck, error) {
+	snap, err := r.Backend.Snapshot()
 	if err == nil {
-		err = b.Generation(0)
+		err = r.Backend.Generation(0)
 	}
 	if err != nil {
 		return pendingCheck{}, fmt.Errorf("validated pair: %w", err)
 	}
-	return pendingCheck{snap: snap, j: j, gen: r.gen}, nil
+	return pendingCheck{snap: snap, j: j, gen: r.gen, after: after}, nil
 }

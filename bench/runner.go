@@ -273,9 +273,10 @@ func (r *Run) timed(m *Measurement, routings int) error {
 // each other on the stream, dispatch, combine, dispatch, ..., with no host
 // sync and no barrier between them, each operation bracketed by its own
 // pair of marks (4 per pair); one sync at the end. Every
-// --validate-every-th pair is a validated pair (validatedPair) that adds no
-// sync or barrier either: its outputs are checked while the later pairs
-// run, and the ranks agree on the verdicts after the loop.
+// --validate-every-th pair is a validated pair (startValidated,
+// endValidated) that adds no sync or barrier either: its outputs are
+// checked while the later pairs run, and the ranks agree on the verdicts
+// after the loop.
 func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 	b := r.Backend
 	every := r.Cfg.ValidateEvery
@@ -302,8 +303,7 @@ func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 		j := i % routings
 		validated := every > 0 && (i+1)%every == 0
 		if validated {
-			r.gen++
-			if err := errors.Join(b.Poison(false), b.Generation(r.gen)); err != nil {
+			if err := r.startValidated(); err != nil {
 				return fmt.Errorf("timed iteration %d: %w", i, err)
 			}
 		}
@@ -330,10 +330,7 @@ func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 		if !validated {
 			continue
 		}
-		snap, err := b.Snapshot()
-		if err == nil {
-			err = b.Generation(0)
-		}
+		next, err := r.endValidated(j, i+1)
 		if err != nil {
 			return fmt.Errorf("timed iteration %d: %w", i, err)
 		}
@@ -341,7 +338,7 @@ func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 		if err := checkPrev(); err != nil {
 			return err
 		}
-		prev = pendingCheck{snap: snap, j: j, gen: r.gen, after: i + 1}
+		prev = next
 	}
 	if err := b.Sync(); err != nil {
 		return fmt.Errorf("timed pairs: %w", err)
