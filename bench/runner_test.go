@@ -25,6 +25,7 @@ type fakeBackend struct {
 	gens                 []int // the generation of every validated pair's dispatch
 	marks                int
 	gcAtDispatch         []int // the garbage collector's setting at each dispatch
+	gcAtCheck            []int // and at each check of a validated pair's outputs
 }
 
 // gcPercent is the garbage collector's setting (debug.SetGCPercent's).
@@ -129,6 +130,7 @@ func runLoop(cfg *config.Config, failRank, failCheck int) (*Measurement, *fakeBa
 		r := &Run{Cfg: cfg, Comm: c, Backend: b, Kernel: timer,
 			Validate: func(o *ll.Outputs, j, gen int) (Check, error) {
 				checks++
+				b.gcAtCheck = append(b.gcAtCheck, gcPercent())
 				if o.Out[0] != 1 {
 					return Check{Detail: fmt.Sprintf("rank %d: outputs still poisoned", c.Rank())}, nil
 				}
@@ -319,9 +321,15 @@ func TestLoopBackToBack(t *testing.T) {
 	needMPI(t)
 	cfg := loopConfig(10, 3)
 	cfg.BackToBack = true
+	gc := gcPercent()
 	m, b, timer, err := runLoop(cfg, -1, 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The checks run with the collector on, the pairs with it off.
+	if len(b.gcAtCheck) != 3 || slices.ContainsFunc(b.gcAtCheck, func(p int) bool { return p != gc }) ||
+		slices.ContainsFunc(b.gcAtDispatch, func(p int) bool { return p != -1 }) {
+		t.Errorf("collector at %v%% in the checks, at %v%% in the dispatches; want %d%%, then off", b.gcAtCheck, b.gcAtDispatch, gc)
 	}
 	if len(m.TotalUs) != 10 || b.marks != 40 || !m.KernelOK || timer.windows != 1 || timer.timed != 10 {
 		t.Errorf("%d samples, %d marks, kernel %v in %d windows of %d pairs", len(m.TotalUs), b.marks, m.KernelOK, timer.windows, timer.timed)
