@@ -24,13 +24,19 @@ type Validator func(o *ll.Outputs, j, gen int) (Check, error)
 // ValidationError is a check that failed during the timed loop
 // (--validate-every); every rank returns one, naming the same ranks.
 type ValidationError struct {
-	After  int    // timed iterations done before the check
+	// After is the timed iterations done before the check; 0 where this
+	// rank does not know (--back-to-back, where its own checks passed).
+	After  int
 	Ranks  []int  // the ranks whose outputs were wrong
 	Detail string // this rank's first failure; empty where it passed
 }
 
 func (e *ValidationError) Error() string {
-	msg := fmt.Sprintf("validation after %d timed iterations failed on %s", e.After, ranklist.String(e.Ranks))
+	msg := "validation of the timed pairs"
+	if e.After > 0 {
+		msg = fmt.Sprintf("validation after %d timed iterations", e.After)
+	}
+	msg += " failed on " + ranklist.String(e.Ranks)
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}

@@ -342,12 +342,20 @@ func TestLoopBackToBack(t *testing.T) {
 		t.Errorf("validated pairs on generations %v", b.gens)
 	}
 
-	size := 0
-	onMPI(func() { size = mpi.World().Size() })
+	rank, size := 0, 0
+	onMPI(func() { rank, size = mpi.World().Rank(), mpi.World().Size() })
 	_, b, _, err = runLoop(cfg, size-1, 2)
 	var ve *ValidationError
 	if !errors.As(err, &ve) || !slices.Equal(ve.Ranks, []int{size - 1}) {
 		t.Fatalf("%v, want a *ValidationError of rank %d", err, size-1)
+	}
+	// Only the rank whose check failed knows after which pair.
+	want := fmt.Sprintf("validation of the timed pairs failed on rank %d", size-1)
+	if rank == size-1 {
+		want = fmt.Sprintf("validation after 6 timed iterations failed on rank %d: rank %d, expert 1 (local 0), row 2: bad", size-1, size-1)
+	}
+	if err.Error() != want {
+		t.Errorf("message %q, want %q", err, want)
 	}
 	if b.dispatches != 12 {
 		t.Errorf("%d dispatches: the loop runs to its end before the ranks agree", b.dispatches)
