@@ -171,21 +171,32 @@ func Measure(w *World, cfg *config.Config, plat *Platform) (*report.Result, erro
 	return res, nil
 }
 
-// validation is the Data Validation block of this rank's check, with the
-// verdicts of all ranks (ep_bench's MPI_Allreduce MIN). Collective.
-func validation(c *mpi.Comm, chk *Check) (*report.Validation, error) {
+// GlobalVerdicts reduces this rank's dispatch and combine verdicts over
+// every rank of c: a check passes globally only where it passed on all of
+// them (ep_bench's MPI_Allreduce MIN). Collective.
+func GlobalVerdicts(c *mpi.Comm, dispatchOK, combineOK bool) (dispatch, combine bool, err error) {
 	one := func(ok bool) int32 {
 		if ok {
 			return 1
 		}
 		return 0
 	}
-	v, err := c.AllreduceInt32([]int32{one(chk.DispatchOK), one(chk.CombineOK)}, mpi.Min)
+	v, err := c.AllreduceInt32([]int32{one(dispatchOK), one(combineOK)}, mpi.Min)
 	if err != nil {
-		return nil, fmt.Errorf("reducing the validation verdicts: %w", err)
+		return false, false, fmt.Errorf("reducing the validation verdicts: %w", err)
 	}
 	if len(v) != 2 {
-		return nil, errors.New("reducing the validation verdicts: wrong count back")
+		return false, false, errors.New("reducing the validation verdicts: wrong count back")
+	}
+	return v[0] == 1, v[1] == 1, nil
+}
+
+// validation is the Data Validation block of this rank's check, with the
+// verdicts of all ranks (GlobalVerdicts). Collective.
+func validation(c *mpi.Comm, chk *Check) (*report.Validation, error) {
+	dispatch, combine, err := GlobalVerdicts(c, chk.DispatchOK, chk.CombineOK)
+	if err != nil {
+		return nil, err
 	}
 	detail := func(ok bool) string {
 		if ok {
@@ -197,8 +208,8 @@ func validation(c *mpi.Comm, chk *Check) (*report.Validation, error) {
 		Dispatch:       report.Check{Passed: chk.DispatchOK, Detail: detail(chk.DispatchOK)},
 		Combine:        report.Check{Passed: chk.CombineOK, Detail: detail(chk.CombineOK)},
 		CalcDiff:       chk.CalcDiff,
-		GlobalDispatch: v[0] == 1,
-		GlobalCombine:  v[1] == 1,
+		GlobalDispatch: dispatch,
+		GlobalCombine:  combine,
 	}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/epbench/epbench/bench"
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/ll"
 	"github.com/epbench/epbench/mpi"
@@ -84,7 +85,7 @@ func checkJob(t *testing.T, comm *mpi.Comm, name string, shape ll.Shape, cfg *co
 		in := validate.Input{Shape: shape, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: all, Weights: b.Weights(),
 			Generation: gen}
 		rep := validate.Check(in, outs)
-		gd, gc, err := globalVerdict(comm, rep)
+		gd, gc, err := bench.GlobalVerdicts(comm, rep.DispatchOK, rep.CombineOK)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			return
@@ -351,20 +352,4 @@ func errorsOf(errs ...error) error {
 		}
 	}
 	return nil
-}
-
-// globalVerdict is the verdict of every rank: a check passes only where it
-// passed on all of them (ep_bench's MPI_Allreduce MIN).
-func globalVerdict(c *mpi.Comm, rep validate.Report) (dispatchOK, combineOK bool, err error) {
-	b := func(ok bool) int32 {
-		if ok {
-			return 1
-		}
-		return 0
-	}
-	v, err := c.AllreduceInt32([]int32{b(rep.DispatchOK), b(rep.CombineOK)}, mpi.Min)
-	if err != nil {
-		return false, false, err
-	}
-	return v[0] == 1, v[1] == 1, nil
 }
