@@ -2,6 +2,7 @@ package cpuref
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -177,6 +178,25 @@ func runGroup(t *testing.T, shape ll.Shape, cfg *config.Config, j int, prepare f
 	return outs
 }
 
+// checkGroup checks every rank's outputs of routing j, run on the token
+// rows of generation gen, with package validate (which also checks the
+// combine output's size); name says which job they came from.
+func checkGroup(t *testing.T, name string, shape ll.Shape, cfg *config.Config, j, gen int, outs []*ll.Outputs) {
+	t.Helper()
+	all, err := validate.RoutingTopK(shape, cfg.Seed, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, o := range outs {
+		s := shape
+		s.Rank = r
+		in := validate.Input{Shape: s, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: all, Generation: gen}
+		if rep := validate.Check(in, o); !rep.DispatchOK || !rep.CombineOK {
+			t.Errorf("%s, routing %d, rank %d: %s", name, j, r, rep.First)
+		}
+	}
+}
+
 // TestInProcessGroupValidates runs small jobs with goroutine ranks and
 // checks every rank with package validate.
 func TestInProcessGroupValidates(t *testing.T) {
@@ -191,19 +211,7 @@ func TestInProcessGroupValidates(t *testing.T) {
 			for _, mode := range modes {
 				cfg := testConfig(dtype, mode, 2)
 				for j := range 2 {
-					outs := runGroup(t, shape, cfg, j, nil)
-					all, err := validate.RoutingTopK(shape, cfg.Seed, j)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for r, o := range outs {
-						s := shape
-						s.Rank = r
-						rep := validate.Check(validate.Input{Shape: s, Dtype: dtype, Mode: mode, TopK: all}, o)
-						if !rep.DispatchOK || !rep.CombineOK {
-							t.Errorf("%+v %v %v routing %d: %s", s, dtype, mode, j, rep.First)
-						}
-					}
+					checkGroup(t, fmt.Sprintf("%+v %v %v", shape, dtype, mode), shape, cfg, j, 0, runGroup(t, shape, cfg, j, nil))
 				}
 			}
 		}
@@ -378,21 +386,7 @@ func TestInProcessGroupSubTests(t *testing.T) {
 							t.Error(err)
 						}
 					})
-					all, err := validate.RoutingTopK(shape, cfg.Seed, j)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for r, o := range outs {
-						s := shape
-						s.Rank = r
-						if len(o.Out) != s.Own()*s.Hidden {
-							t.Errorf("%s, %d ranks: rank %d's combine output has %d values, want %d", sb.name, ranks, r, len(o.Out), s.Own()*s.Hidden)
-						}
-						rep := validate.Check(validate.Input{Shape: s, Dtype: dtype, Mode: cfg.CombineMode, TopK: all, Generation: 3}, o)
-						if !rep.DispatchOK || !rep.CombineOK {
-							t.Errorf("%s, %d ranks, %v, routing %d, rank %d: %s", sb.name, ranks, dtype, j, r, rep.First)
-						}
-					}
+					checkGroup(t, fmt.Sprintf("%s, %d ranks, %v", sb.name, ranks, dtype), shape, cfg, j, 3, outs)
 				}
 			}
 		}
@@ -452,11 +446,9 @@ func TestRankMajorSlots(t *testing.T) {
 		"weight":   func(o *ll.Outputs) { o.RecvTopkWeights[0] *= 2 },
 		"row":      func(o *ll.Outputs) { o.RecvX[5] ^= 1 },
 	} {
-		bad := *o
-		bad.RecvCount, bad.SrcInfo = slices.Clone(o.RecvCount), slices.Clone(o.SrcInfo)
-		bad.RecvTopkIdx, bad.RecvTopkWeights, bad.RecvX = slices.Clone(o.RecvTopkIdx), slices.Clone(o.RecvTopkWeights), slices.Clone(o.RecvX)
-		spoil(&bad)
-		if rep := validate.Check(in, &bad); rep.DispatchOK {
+		bad := deepCopy(o)
+		spoil(bad)
+		if rep := validate.Check(in, bad); rep.DispatchOK {
 			t.Errorf("a wrong %s passed the rank-major dispatch check", name)
 		}
 	}

@@ -238,11 +238,12 @@ func corruptions(t *testing.T, in validate.Input, good *ll.Outputs) {
 	}
 }
 
+// deepCopy is o with every output copied, so that a test may spoil one.
 func deepCopy(o *ll.Outputs) *ll.Outputs {
 	return &ll.Outputs{
 		RecvX: slices.Clone(o.RecvX), RecvFP8: slices.Clone(o.RecvFP8), RecvScales: slices.Clone(o.RecvScales),
 		RecvCount: slices.Clone(o.RecvCount), SrcInfo: slices.Clone(o.SrcInfo), LayoutRange: slices.Clone(o.LayoutRange),
-		Out: slices.Clone(o.Out),
+		Out: slices.Clone(o.Out), RecvTopkIdx: slices.Clone(o.RecvTopkIdx), RecvTopkWeights: slices.Clone(o.RecvTopkWeights),
 	}
 }
 
