@@ -378,7 +378,7 @@ func (b *Backend) ElapsedUs(from, to int) (float64, error) {
 }
 
 // Generation makes the dispatches that follow send the token rows of
-// generation g (routing.FillRow).
+// generation g (routing.FillRows).
 func (b *Backend) Generation(g int) error {
 	if b.closed {
 		return ErrClosed
@@ -386,10 +386,8 @@ func (b *Backend) Generation(g int) error {
 	if g == b.rankRows {
 		return nil
 	}
-	for t := 0; t < b.T; t++ {
-		if err := routing.FillRow(b.x[t*b.H:(t+1)*b.H], b.rank, t, g); err != nil {
-			return fmt.Errorf("cpuref: generation %d: %w", g, err)
-		}
+	if err := routing.FillRows(b.x, b.rank, b.H, g); err != nil {
+		return fmt.Errorf("cpuref: generation %d: %w", g, err)
 	}
 	b.rankRows = g
 	return nil

@@ -44,12 +44,24 @@ func Rows(rank, tokens, hidden, gen int) ([]uint16, error) {
 	if err != nil || gen == 0 {
 		return rows, err
 	}
-	for t := 0; t < tokens; t++ {
-		if err := FillRow(rows[t*hidden:(t+1)*hidden], rank, t, gen); err != nil {
-			return nil, err
-		}
+	if err := FillRows(rows, rank, hidden, gen); err != nil {
+		return nil, err
 	}
 	return rows, nil
+}
+
+// FillRows writes rank's rows of generation gen into rows, [tokens, hidden]
+// row-major, in place: one FillRow per token.
+func FillRows(rows []uint16, rank, hidden, gen int) error {
+	if hidden < 1 || len(rows)%hidden != 0 {
+		return fmt.Errorf("routing: %d values are not rows of hidden %d", len(rows), hidden)
+	}
+	for t := 0; t < len(rows)/hidden; t++ {
+		if err := FillRow(rows[t*hidden:(t+1)*hidden], rank, t, gen); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // entropyBF16 maps 16 random bits to a bfloat16 of magnitude in [0.25, 4):
