@@ -56,3 +56,11 @@ func TestFillRowRefusesANegativeGeneration(t *testing.T) {
 		t.Fatal("generation -1 accepted")
 	}
 }
+
+func TestFillRowsRefusesPartialRows(t *testing.T) {
+	for _, hidden := range []int{0, 256} {
+		if err := FillRows(make([]uint16, 300), 0, hidden, 1); err == nil {
+			t.Errorf("300 values taken as rows of hidden %d", hidden)
+		}
+	}
+}
