@@ -142,6 +142,17 @@ var configInts = []configInt{
 		func(c *Config) *int { return &c.JitterUs }},
 }
 
+// configIntNamed is the integer flag of that name; every caller names one
+// of configInts.
+func configIntNamed(name string) configInt {
+	for _, f := range configInts {
+		if f.name == name {
+			return f
+		}
+	}
+	panic("config: no integer flag " + name)
+}
+
 // Default returns ep_bench's low-latency defaults.
 func Default() *Config {
 	c := &Config{
@@ -164,15 +175,11 @@ func Default() *Config {
 func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]int) {
 	bindInts := func(names ...string) {
 		for _, name := range names {
-			for _, f := range configInts {
-				if f.name != name {
-					continue
-				}
-				if l, ok := lists[name]; ok {
-					f.bindList(fs, f.field(c), l)
-				} else {
-					f.bind(fs, f.field(c))
-				}
+			f := configIntNamed(name)
+			if l, ok := lists[name]; ok {
+				f.bindList(fs, f.field(c), l)
+			} else {
+				f.bind(fs, f.field(c))
 			}
 		}
 	}

@@ -46,13 +46,10 @@ func BindProblem(fs *pflag.FlagSet, c *Config) {
 			return nil
 		})
 	for _, name := range problemInts {
-		for _, f := range configInts {
-			if f.name == name {
-				spec := f.intFlag
-				spec.env = ""
-				spec.bind(fs, f.field(c))
-			}
-		}
+		f := configIntNamed(name)
+		spec := f.intFlag
+		spec.env = ""
+		spec.bind(fs, f.field(c))
 	}
 	bindChoice(fs, "dispatch-dtype", "", "dispatch payload `DTYPE`: bf16 or fp8_e4m3",
 		func() string { return c.DispatchDtype.flagValue() },
@@ -98,12 +95,9 @@ func BindCount(fs *pflag.FlagSet, p *int, name, short string, positive bool, hi 
 // validates) stay in Check and CheckRanks.
 func (c *Config) CheckProblem(ranks int) error {
 	for _, name := range problemInts {
-		for _, f := range configInts {
-			if f.name == name {
-				if err := f.check(*f.field(c)); err != nil {
-					return usageErr("--"+f.name, err.Error())
-				}
-			}
+		f := configIntNamed(name)
+		if err := f.check(*f.field(c)); err != nil {
+			return usageErr("--"+f.name, err.Error())
 		}
 	}
 	if c.TopK > c.Experts {

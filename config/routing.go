@@ -36,15 +36,10 @@ var (
 // routingInt is the benchmark's flag of that name, required and without
 // an environment fallback: the routing subcommand reads no environment.
 func routingInt(name string) intFlag {
-	for _, f := range configInts {
-		if f.name == name {
-			spec := f.intFlag
-			spec.def, spec.env = 0, ""
-			spec.usage += ", required"
-			return spec
-		}
-	}
-	return intFlag{name: name}
+	spec := configIntNamed(name).intFlag
+	spec.def, spec.env = 0, ""
+	spec.usage += ", required"
+	return spec
 }
 
 func bindRouting(fs *pflag.FlagSet, r *RoutingArgs, help *bool) {

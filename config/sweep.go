@@ -54,13 +54,10 @@ func ParseSweep(args []string, getenv func(string) string) (*Sweep, error) {
 	if sw.Varying == "" {
 		return nil, usageErr("sweep", "give a comma-separated list to -t, -k or -e (see epbench sweep --help)")
 	}
+	varied := configIntNamed(flag)
 	for _, v := range sw.Values {
 		c := *base
-		for _, f := range configInts {
-			if f.name == flag {
-				*f.field(&c) = v
-			}
-		}
+		*varied.field(&c) = v
 		if err := c.check(source); err != nil {
 			return nil, err
 		}
