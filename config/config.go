@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -396,10 +397,8 @@ func (c *Config) check(source map[string]string) error {
 	default:
 		return usageErr("--backend", fmt.Sprintf("unknown value %q (want cuda, cpu or auto)", c.Compute))
 	}
-	if c.Compute == ComputeCPU {
-		if err := c.CheckCompute(ComputeCPU); err != nil {
-			return err
-		}
+	if err := c.CheckCompute(c.Compute); err != nil {
+		return err
 	}
 	if c.DispatchTokens > c.Tokens {
 		return usageErr("--dispatch-less-than-max-tokens",
@@ -546,11 +545,7 @@ func (c *Config) RankTokens(ranks int) []int {
 	case c.NonUniform:
 		return routing.RankTokens(c.Tokens, ranks)
 	case c.DispatchTokens > 0:
-		out := make([]int, ranks)
-		for r := range out {
-			out[r] = c.DispatchTokens
-		}
-		return out
+		return slices.Repeat([]int{c.DispatchTokens}, ranks)
 	}
 	return nil
 }

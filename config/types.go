@@ -90,9 +90,7 @@ func parseLayout(s string) (Layout, error) {
 // runnable says why epbench cannot run layout l, or nil.
 func (l Layout) runnable() error {
 	switch l {
-	case ExpertMajor:
-		return nil
-	case RankMajor:
+	case ExpertMajor, RankMajor:
 		return nil
 	case Flat:
 		return fmt.Errorf("flat layout belongs to high-throughput mode, which is not supported")
