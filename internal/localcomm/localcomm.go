@@ -10,7 +10,7 @@ import (
 	"github.com/epbench/epbench/stats"
 )
 
-// NewLocalGroup returns n communicators, one per rank, that meet in process:
+// NewGroup returns n communicators, one per rank, that meet in process:
 // each rank is expected to run on its own goroutine, and every collective
 // blocks until all n ranks have entered it. Ranks that enter the same
 // collective with different operations or lengths all get stats.ErrMismatch.
@@ -27,7 +27,7 @@ func NewGroup(n int) ([]stats.Comm, error) {
 	return comms, nil
 }
 
-// RunLocal runs fn once per rank of a fresh local group, each on its own
+// Run runs fn once per rank of a fresh local group, each on its own
 // goroutine, and returns the ranks' errors joined.
 func Run(n int, fn func(c stats.Comm) error) error {
 	comms, err := NewGroup(n)
