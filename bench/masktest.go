@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/epbench/epbench/mpi"
 	"github.com/epbench/epbench/report"
@@ -46,17 +47,14 @@ func (r *Run) maskTest() (*report.MaskRank, error) {
 	b := r.Backend
 	rank, n := r.Comm.Rank(), r.Comm.Size()
 	bar := NewBarrier(r.Comm, 2*r.Cfg.Timeout()+HostWorkTimeout)
-	ones := func() []int {
-		m := make([]int, n)
-		for i := range m {
-			m[i] = 1
-		}
-		return m
-	}
+	ones := func() []int { return slices.Repeat([]int{1}, n) }
 	read := func(want []int) (*report.MaskCheck, error) {
 		m, err := mk.Mask()
 		if err != nil {
 			return nil, err
+		}
+		if len(m) != n { // here, not in the gather, which every rank must enter
+			return nil, fmt.Errorf("a mask of %d ranks in a job of %d", len(m), n)
 		}
 		c := &report.MaskCheck{Mask: make([]int, len(m)), Want: want}
 		for i, on := range m {
@@ -148,50 +146,41 @@ func (r *Run) selectsRank(q int) (bool, error) {
 // same on every rank). Collective.
 func gatherMaskTest(c *mpi.Comm, me *report.MaskRank) (*report.MaskTest, error) {
 	n := c.Size()
-	width := 2 + 6*n
-	enc := make([]int32, 0, width)
-	put := func(ch *report.MaskCheck) {
+	// Each of the dispatch, combine and clean checks: whether it ran, the
+	// mask read, the mask wanted (n entries each: maskTest checked).
+	one := 1 + 2*n
+	enc := make([]int32, 0, 3*one)
+	for _, ch := range []*report.MaskCheck{me.Dispatch, me.Combine, &me.Clean} {
 		if ch == nil {
-			enc = append(enc, 0)
-			enc = append(enc, make([]int32, 2*n)...)
-			return
+			enc = append(enc, make([]int32, one)...)
+			continue
 		}
 		enc = append(enc, 1)
-		for _, v := range append(append([]int{}, ch.Mask...), ch.Want...) {
+		for _, v := range slices.Concat(ch.Mask, ch.Want) {
 			enc = append(enc, int32(v))
 		}
-	}
-	put(me.Dispatch)
-	put(me.Combine)
-	for _, v := range append(append([]int{}, me.Clean.Mask...), me.Clean.Want...) {
-		enc = append(enc, int32(v))
-	}
-	if len(enc) != width {
-		return nil, fmt.Errorf("active-mask test: rank %d's masks have %d entries, want %d", me.Rank, len(enc), width)
 	}
 	all, err := c.AllgatherInt32(enc)
 	if err != nil {
 		return nil, fmt.Errorf("gathering the active-mask test: %w", err)
 	}
+	ints := func(w []int32) []int {
+		o := make([]int, len(w))
+		for i, x := range w {
+			o[i] = int(x)
+		}
+		return o
+	}
 	out := &report.MaskTest{}
 	for r := range n {
-		v := all[r*width : (r+1)*width]
-		ints := func(w []int32) []int {
-			o := make([]int, len(w))
-			for i, x := range w {
-				o[i] = int(x)
+		checks := make([]*report.MaskCheck, 3)
+		for i := range checks {
+			w := all[(3*r+i)*one : (3*r+i+1)*one]
+			if w[0] != 0 {
+				checks[i] = &report.MaskCheck{Mask: ints(w[1 : 1+n]), Want: ints(w[1+n:])}
 			}
-			return o
 		}
-		get := func(off int) *report.MaskCheck {
-			if v[off] == 0 {
-				return nil
-			}
-			return &report.MaskCheck{Mask: ints(v[off+1 : off+1+n]), Want: ints(v[off+1+n : off+1+2*n])}
-		}
-		mr := report.MaskRank{Rank: r, Dispatch: get(0), Combine: get(1 + 2*n)}
-		mr.Clean = report.MaskCheck{Mask: ints(v[2+4*n : 2+5*n]), Want: ints(v[2+5*n : 2+6*n])}
-		out.Ranks = append(out.Ranks, mr)
+		out.Ranks = append(out.Ranks, report.MaskRank{Rank: r, Dispatch: checks[0], Combine: checks[1], Clean: *checks[2]})
 	}
 	return out, nil
 }
