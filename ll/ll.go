@@ -40,30 +40,10 @@ func (s Shape) TokensOf(r int) int {
 // Own is the tokens this rank dispatches.
 func (s Shape) Own() int { return s.TokensOf(s.Rank) }
 
-// Uniform reports whether every rank dispatches as many tokens.
-func (s Shape) Uniform() bool {
-	for r := 1; r < s.Ranks; r++ {
-		if s.TokensOf(r) != s.TokensOf(0) {
-			return false
-		}
-	}
-	return true
-}
-
-// MaxTokens is the most tokens any rank dispatches.
-func (s Shape) MaxTokens() int {
-	m := 0
-	for r := 0; r < s.Ranks; r++ {
-		m = max(m, s.TokensOf(r))
-	}
-	return m
-}
-
 // ShapeOf is the shape of cfg on rank `rank` of a job of `ranks` ranks.
 func ShapeOf(cfg *config.Config, rank, ranks int) Shape {
-	s := Shape{Ranks: ranks, Rank: rank, Tokens: cfg.Tokens, Hidden: cfg.Hidden, TopK: cfg.TopK, Experts: cfg.Experts,
+	return Shape{Ranks: ranks, Rank: rank, Tokens: cfg.Tokens, Hidden: cfg.Hidden, TopK: cfg.TopK, Experts: cfg.Experts,
 		Counts: cfg.RankTokens(ranks), RankMajor: cfg.Layout == config.RankMajor}
-	return s
 }
 
 // Routing is rank r's topk_idx of routing j (seed: --seed), drawn for the
