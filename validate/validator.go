@@ -9,10 +9,11 @@ import (
 )
 
 // Validator returns the check of this rank's outputs of a pair of routing j
-// on the token rows of generation gen, for a job of shape running cfg. It regenerates every rank's topk_idx of routing j from
-// cfg.Seed (RoutingTopK, once per routing) and this rank's weights
-// (routing.Weights), so it needs no communication, and runs Check. The
-// verdict is this rank's (the runner reduces it over ranks).
+// on the token rows of generation gen, for a job of shape running cfg. It
+// regenerates every rank's topk_idx of routing j from cfg.Seed
+// (RoutingTopK, once per routing) and this rank's weights (routing.Weights),
+// so it needs no communication, and runs Check. The verdict is this rank's
+// (the runner reduces it over ranks: bench.GlobalVerdicts).
 func Validator(shape ll.Shape, cfg *config.Config) func(o *ll.Outputs, j, gen int) (Report, error) {
 	tables := map[int][]int64{}
 	var weights []float32
