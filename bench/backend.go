@@ -44,6 +44,6 @@ type Backend interface {
 	// waits for the copy and gives them, valid until two snapshots later.
 	// At most two snapshots may be outstanding.
 	Snapshot() (func() (*ll.Outputs, error), error)
-	// Close releases everything Setup acquired.
+	// Close releases everything the backend acquired at its set-up.
 	Close() error
 }

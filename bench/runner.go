@@ -25,8 +25,8 @@ type Run struct {
 	// Kernel is nil when there is no kernel timing; KernelNote then says why.
 	Kernel     KernelTimer
 	KernelNote string
-	// Around brackets exactly the timed loop (cuProfilerStart/Stop for
-	// --cupti-region); nil for none.
+	// BeforeTimed and AfterTimed bracket exactly the timed loop
+	// (cuProfilerStart/Stop for --cupti-region); nil for none.
 	BeforeTimed, AfterTimed func() error
 	// Profiler runs -p's extra loop (nil where there is none); Shape is the
 	// shape its set-up range sets the backend up for again.
