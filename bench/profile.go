@@ -70,19 +70,9 @@ func (r *Run) profile(routings int) (err error) {
 	return inRange(RangePaired, func() error {
 		for i := 0; i < r.Cfg.Iters; i++ {
 			j := i % routings
-			err := inRange(RangeDispatch, func() error {
-				if r.skipDispatch {
-					return nil
-				}
-				return errors.Join(b.Dispatch(j), b.Sync())
-			})
+			err := inRange(RangeDispatch, func() error { return errors.Join(r.dispatch(j), b.Sync()) })
 			if err == nil {
-				err = inRange(RangeCombine, func() error {
-					if r.skipDispatch || r.skipCombine {
-						return nil
-					}
-					return errors.Join(b.Combine(j), b.Sync())
-				})
+				err = inRange(RangeCombine, func() error { return errors.Join(r.combine(j), b.Sync()) })
 			}
 			if err == nil {
 				err = r.barrier.Wait("barrier after the pair")

@@ -224,10 +224,8 @@ func (r *Run) timed(m *Measurement, routings int) error {
 		if err := b.Mark(0); err != nil {
 			return err
 		}
-		if !r.skipDispatch {
-			if err := b.Dispatch(j); err != nil {
-				return fmt.Errorf("timed iteration %d: dispatch: %w", i, err)
-			}
+		if err := r.dispatch(j); err != nil {
+			return fmt.Errorf("timed iteration %d: dispatch: %w", i, err)
 		}
 		if err := b.Mark(1); err != nil {
 			return err
@@ -240,10 +238,8 @@ func (r *Run) timed(m *Measurement, routings int) error {
 		if err := b.Mark(2); err != nil {
 			return err
 		}
-		if !r.skipDispatch && !r.skipCombine {
-			if err := b.Combine(j); err != nil {
-				return fmt.Errorf("timed iteration %d: combine: %w", i, err)
-			}
+		if err := r.combine(j); err != nil {
+			return fmt.Errorf("timed iteration %d: combine: %w", i, err)
 		}
 		if err := b.Mark(3); err != nil {
 			return err
@@ -315,18 +311,14 @@ func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 		if err := b.Mark(4 * i); err != nil {
 			return err
 		}
-		if !r.skipDispatch {
-			if err := b.Dispatch(j); err != nil {
-				return fmt.Errorf("timed iteration %d: dispatch: %w", i, err)
-			}
+		if err := r.dispatch(j); err != nil {
+			return fmt.Errorf("timed iteration %d: dispatch: %w", i, err)
 		}
 		if err := errors.Join(b.Mark(4*i+1), b.Mark(4*i+2)); err != nil {
 			return err
 		}
-		if !r.skipDispatch && !r.skipCombine {
-			if err := b.Combine(j); err != nil {
-				return fmt.Errorf("timed iteration %d: combine: %w", i, err)
-			}
+		if err := r.combine(j); err != nil {
+			return fmt.Errorf("timed iteration %d: combine: %w", i, err)
 		}
 		if err := b.Mark(4*i + 3); err != nil {
 			return err
@@ -387,42 +379,49 @@ func (r *Run) samples(m *Measurement, i, first int) (err error) {
 	return err
 }
 
-// pair runs dispatch, sync, combine, sync of routing j. A rank told to skip
-// its dispatch (--fault) skips the combine too: it has nothing to combine.
-func (r *Run) pair(j int) error {
-	b := r.Backend
-	if !r.skipDispatch {
-		if err := b.Dispatch(j); err != nil {
-			return fmt.Errorf("dispatch: %w", err)
-		}
+// dispatch starts the dispatch of routing j, unless this rank is told to
+// skip it (--fault).
+func (r *Run) dispatch(j int) error {
+	if r.skipDispatch {
+		return nil
 	}
-	if err := b.Sync(); err != nil {
+	return r.Backend.Dispatch(j)
+}
+
+// combine starts the combine of routing j, unless this rank is told to skip
+// it or its dispatch (--fault): without a dispatch it has nothing to combine.
+func (r *Run) combine(j int) error {
+	if r.skipDispatch || r.skipCombine {
+		return nil
+	}
+	return r.Backend.Combine(j)
+}
+
+// pair runs dispatch, sync, combine, sync of routing j.
+func (r *Run) pair(j int) error {
+	if err := r.dispatch(j); err != nil {
 		return fmt.Errorf("dispatch: %w", err)
 	}
-	if !r.skipDispatch && !r.skipCombine {
-		if err := b.Combine(j); err != nil {
-			return fmt.Errorf("combine: %w", err)
-		}
+	if err := r.Backend.Sync(); err != nil {
+		return fmt.Errorf("dispatch: %w", err)
 	}
-	if err := b.Sync(); err != nil {
+	if err := r.combine(j); err != nil {
+		return fmt.Errorf("combine: %w", err)
+	}
+	if err := r.Backend.Sync(); err != nil {
 		return fmt.Errorf("combine: %w", err)
 	}
 	return nil
 }
 
 // launchPair starts dispatch and combine of routing j with no sync between
-// or after them. A rank told to skip its dispatch (--fault) skips the
-// combine too.
+// or after them.
 func (r *Run) launchPair(j int) error {
-	if !r.skipDispatch {
-		if err := r.Backend.Dispatch(j); err != nil {
-			return fmt.Errorf("dispatch: %w", err)
-		}
+	if err := r.dispatch(j); err != nil {
+		return fmt.Errorf("dispatch: %w", err)
 	}
-	if !r.skipDispatch && !r.skipCombine {
-		if err := r.Backend.Combine(j); err != nil {
-			return fmt.Errorf("combine: %w", err)
-		}
+	if err := r.combine(j); err != nil {
+		return fmt.Errorf("combine: %w", err)
 	}
 	return nil
 }
