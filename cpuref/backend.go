@@ -421,17 +421,22 @@ func (b *Backend) Poison(shared bool) error {
 // jitter, drawn from the rank, the call and the operation, spent spinning
 // (as the kernels do) so that it is as exact as the clock.
 func (b *Backend) wait(dispatch bool) {
+	until := time.Now().Add(b.delay(dispatch))
+	for time.Now().Before(until) {
+	}
+}
+
+// delay is how long the current call's operation waits: 0 without jitter,
+// else drawn from the call, the rank and the operation, up to the jitter.
+func (b *Backend) delay(dispatch bool) time.Duration {
 	if b.jitter <= 0 {
-		return
+		return 0
 	}
 	op := uint64(0)
 	if dispatch {
 		op = 1
 	}
-	h := splitmix64(b.calls<<32 | uint64(b.rank)<<1 | op)
-	until := time.Now().Add(time.Duration(h % uint64(b.jitter+1)))
-	for time.Now().Before(until) {
-	}
+	return time.Duration(splitmix64(b.calls<<32|uint64(b.rank)<<1|op) % uint64(b.jitter+1))
 }
 
 func splitmix64(x uint64) uint64 {
