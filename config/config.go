@@ -196,7 +196,7 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]in
 		func(s string) (err error) { c.DispatchDtype, err = parseDispatchDtype(s); return err })
 	bindChoice(fs, "combine-mode", "", "combine `MODE`: rank_local_reduce or direct_send",
 		func() string { return c.CombineMode.String() },
-		func(s string) (err error) { c.CombineMode, err = parseCombineMode(s); return err })
+		func(s string) (err error) { c.CombineMode, err = ParseCombineMode(s); return err })
 	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag; up to 15 tokens per rank), fenced (one fence and release per operation), lines (128-byte lines that carry a flag: dispatch rows, combine's partials in rank_local_reduce and expert rows in direct_send), or auto (inline up to 32 KiB of token rows per rank; above, over NVLink, lines for a BF16 dispatch and for either combine mode, else fenced)",
 		func() string { return c.Protocol.String() },
 		func(s string) (err error) { c.Protocol, err = parseProtocol(s); return err })
@@ -382,7 +382,7 @@ func (c *Config) check(source map[string]string) error {
 	if _, err := parseDispatchDtype(c.DispatchDtype.flagValue()); err != nil {
 		return usageErr("--dispatch-dtype", err.Error())
 	}
-	if _, err := parseCombineMode(c.CombineMode.String()); err != nil {
+	if _, err := ParseCombineMode(c.CombineMode.String()); err != nil {
 		return usageErr("--combine-mode", err.Error())
 	}
 	if _, err := parseProtocol(c.Protocol.String()); err != nil {

@@ -165,7 +165,8 @@ func (m CombineMode) String() string {
 	return "CombineMode(" + strconv.Itoa(int(m)) + ")"
 }
 
-func parseCombineMode(s string) (CombineMode, error) {
+// ParseCombineMode reads a --combine-mode value.
+func ParseCombineMode(s string) (CombineMode, error) {
 	switch s {
 	case "rank_local_reduce":
 		return RankLocalReduce, nil

@@ -275,8 +275,8 @@ func (f *flags) resolve(env Env) (*Options, error) {
 	o := &Options{Problem: problemOf(&f.problem), KernelOnly: f.kernelOnly, JSONPath: f.jsonPath, DryRun: f.dryRun,
 		CombineMode: f.combineMode, CombineModeSet: f.combineModeSetByUser, NumBlocks: f.numBlocks,
 		CUPTIInproc: f.cuptiInproc, TorchProfiler: f.torchProfile}
-	if f.combineMode != "rank_local_reduce" && f.combineMode != "direct_send" {
-		return nil, usageErr("--combine-mode", "unknown value %q (want rank_local_reduce or direct_send)", f.combineMode)
+	if _, err := config.ParseCombineMode(f.combineMode); err != nil {
+		return nil, usageErr("--combine-mode", "%v", err)
 	}
 	var err error
 	if o.Libs, err = parseLibs(f.epLib); err != nil {
