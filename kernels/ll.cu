@@ -803,13 +803,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
 
     // --- source side: wait for every rank (fenced), then one warp per
     // (token, row slice) ---
-    // The routing of each warp's first token is loaded before the wait.
-    int first_e = -1;
+    // The routing of each warp's first token is loaded before the wait
+    // (lines: with the rows dispatch gave its selections on this rank).
+    int first_e = -1, first_pos = 0;
     float first_w = 0.f;
     if (gwarp < own_n * slices && lane < K) {
         const int t = gwarp / slices;
         first_e = (int)a.topk_idx[(int64_t)t * K + lane];
         first_w = a.topk_w[(int64_t)t * K + lane];
+        if (lines) first_pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
     }
     if (!inl && !lines) {
         __shared__ int failed;
@@ -828,14 +830,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const uint8_t* recv = at<const uint8_t>(self, a.off_combine_recv);
     const uint4* irecv = at<const uint4>(self, a.off_inline_combine);
     const uint32_t flag = (uint32_t)a.epoch;
-    // A work item's token's routing (lane k: expert, weight; the warp's
-    // first item's loaded before the wait) and the lane's vectors of it.
-    auto item_start = [&](int item, int t, int slice, bool in_lines, int* e, float* wk, int v[kVecPerLane]) {
+    // A work item's token's routing (lane k: expert, weight and, in lines,
+    // the selection's row among its expert's rows if it is on this rank,
+    // all in one round trip; the warp's first item's loaded before the
+    // wait) and the lane's vectors of it.
+    auto item_start = [&](int item, int t, int slice, bool in_lines, int* e, float* wk, int* pos, int v[kVecPerLane]) {
         *e = first_e;
         *wk = first_w;
+        *pos = first_pos;
         if (item != gwarp && lane < K) {
             *e = (int)a.topk_idx[(int64_t)t * K + lane];
             *wk = a.topk_w[(int64_t)t * K + lane];
+            if (in_lines) *pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
         }
         item_vecs(slice, in_lines, vec_per_row, nl, v);
     };
@@ -854,19 +860,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const bool lines_rlr = lines && per_rank(a), lines_direct = lines && !per_rank(a);
     for (int item = gwarp; lines_rlr && item < own_n * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
-        int e, v[kVecPerLane];
+        int e, pos, v[kVecPerLane];
         float wk;
-        item_start(item, t, slice, true, &e, &wk, v);
+        item_start(item, t, slice, true, &e, &wk, &pos, v);
         float own[kVecPerLane][8];
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++)
 #pragma unroll
             for (int j = 0; j < 8; j++) own[u][j] = 0.f;
         int64_t my_row = -1;
-        if (e >= lo && e < hi) {
-            const int pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
-            my_row = rank_major(a) ? pos : (int64_t)(e - lo) * rows_per_expert + pos;
-        }
+        if (e >= lo && e < hi) my_row = rank_major(a) ? pos : (int64_t)(e - lo) * rows_per_expert + pos;
         const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
         if (rank_major(a)) {
             if (local != 0) slot_partial(a, local, my_row, wk, v, own);
@@ -918,12 +921,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // until they carry the call's flag.
     for (int item = gwarp; lines_direct && item < own_n * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
-        int e, v[kVecPerLane];
+        int e, pos, v[kVecPerLane];
         float wk;
-        item_start(item, t, slice, true, &e, &wk, v);
+        item_start(item, t, slice, true, &e, &wk, &pos, v);
         int64_t my_row = -1;
-        if (e >= lo && e < hi)
-            my_row = (int64_t)(e - lo) * rows_per_expert + __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
+        if (e >= lo && e < hi) my_row = (int64_t)(e - lo) * rows_per_expert + pos;
         float acc[kVecPerLane][8];
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++)
@@ -1000,9 +1002,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     bool ok = true;
     for (int item = gwarp; !lines && item < own_n * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
-        int e, v[kVecPerLane];
+        int e, pos, v[kVecPerLane];
         float wk;
-        item_start(item, t, slice, false, &e, &wk, v);
+        item_start(item, t, slice, false, &e, &wk, &pos, v);
         // The terms of the sum, in the order they are added, taken one at a
         // time (warp-uniform): rank_local_reduce: the ranks holding at least
         // one of the token's selections, ascending, each of which sent one
