@@ -4,10 +4,12 @@
 // empty kernel between two events, the gap the host's synchronisation leaves
 // between two operations, a burst to the peer followed by its release, and
 // the local path's floors (write-only and read-only rates of the GPU's own
-// memory, plain and TMA bulk stores). Needs two GPUs with P2P for the NVLink
+// memory, plain and TMA bulk stores; with the argument `pair`, only the
+// local pair's kernels, for a profiler). Needs two GPUs with P2P for the NVLink
 // parts. Build: nvcc -O3 -arch=sm_90 -o microbench scripts/microbench.cu
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cstdint>
 #include <cuda_runtime.h>
 
@@ -58,6 +60,43 @@ __global__ void tma_store(uint8_t* dst, size_t n, unsigned chunk) {
                      : "memory");
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
+// The local path's pair as the benchmark runs it at one rank with the
+// defaults (`microbench pair`, timed per kernel by a profiler): the rows
+// written (dispatch), the host waits, the same rows read back (combine).
+// pair_write and pair_read move the bytes only; the _dep forms first load
+// one routing word per thread, on which every store's data (write) or every
+// load's address (read) depends, as a dispatch's and a combine's do.
+__global__ void pair_write(uint4* __restrict__ dst, size_t n) {
+    const uint4 v = make_uint4(threadIdx.x, blockIdx.x, 1, 2);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) dst[i] = v;
+}
+__global__ void pair_write_dep(uint4* __restrict__ dst, size_t n, const int64_t* __restrict__ route) {
+    const uint4 v = make_uint4((unsigned)__ldg(route + threadIdx.x), blockIdx.x, 1, 2);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) dst[i] = v;
+}
+// Four independent loads in flight per thread per step.
+__device__ __forceinline__ void read4(const uint4* __restrict__ src, size_t n, size_t first, uint4* sink) {
+    const size_t step = (size_t)gridDim.x * blockDim.x;
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    size_t i = first;
+    for (; i + 3 * step < n; i += 4 * step) {
+        const uint4 a = __ldg(src + i), b = __ldg(src + i + step), c = __ldg(src + i + 2 * step), d = __ldg(src + i + 3 * step);
+        acc.x ^= a.x ^ b.x ^ c.x ^ d.x, acc.y ^= a.y ^ b.y ^ c.y ^ d.y;
+        acc.z ^= a.z ^ b.z ^ c.z ^ d.z, acc.w ^= a.w ^ b.w ^ c.w ^ d.w;
+    }
+    for (; i < n; i += step) {
+        const uint4 a = __ldg(src + i);
+        acc.x ^= a.x, acc.y ^= a.y, acc.z ^= a.z, acc.w ^= a.w;
+    }
+    if (acc.x == 0x9e3779b9u && acc.y == 0x7f4a7c15u) sink[threadIdx.x] = acc;
+}
+__global__ void pair_read(const uint4* __restrict__ src, size_t n, uint4* sink) {
+    read4(src, n, blockIdx.x * (size_t)blockDim.x + threadIdx.x, sink);
+}
+__global__ void pair_read_dep(const uint4* __restrict__ src, size_t n, uint4* sink, const int64_t* __restrict__ route) {
+    read4(src, n, blockIdx.x * (size_t)blockDim.x + threadIdx.x + (size_t)__ldg(route + threadIdx.x), sink);
 }
 
 __device__ __forceinline__ void st_release(uint64_t* p, uint64_t v) {
@@ -171,7 +210,37 @@ static uint4* g_src;
 static size_t g_n;
 static int g_blocks;
 
-int main() {
+// `microbench pair`: the local pair's kernels only, each 200 times in
+// turn with a host wait between them, for a profiler to time (docs/PERF.md).
+static int pair(int sms) {
+    const size_t n = 1015ull * 14336 / sizeof(uint4);  // the default dispatch's rows at one rank
+    uint4 *rows, *sink;
+    int64_t* route;
+    CK(cudaMalloc(&rows, n * sizeof(uint4)));
+    CK(cudaMalloc(&sink, 512 * sizeof(uint4)));
+    CK(cudaMalloc(&route, 512 * sizeof(int64_t)));
+    CK(cudaMemset(route, 0, 512 * sizeof(int64_t)));
+    for (int r = 0; r < 200; r++) {
+        pair_write<<<sms, 512>>>(rows, n);
+        CK(cudaDeviceSynchronize());
+        pair_read<<<sms, 512>>>(rows, n, sink);
+        CK(cudaDeviceSynchronize());
+        pair_read<<<2 * sms, 512>>>(rows, n, sink);
+        CK(cudaDeviceSynchronize());
+        pair_write_dep<<<sms, 512>>>(rows, n, route);
+        CK(cudaDeviceSynchronize());
+        pair_read_dep<<<sms, 512>>>(rows, n, sink, route);
+        CK(cudaDeviceSynchronize());
+        pair_read_dep<<<2 * sms, 512>>>(rows, n, sink, route);
+        CK(cudaDeviceSynchronize());
+        empty<<<sms, 512>>>();
+        CK(cudaDeviceSynchronize());
+    }
+    printf("pair: %zu bytes written and read back, 200 times\n", n * sizeof(uint4));
+    return 0;
+}
+
+int main(int argc, char** argv) {
     int n = 0;
     CK(cudaGetDeviceCount(&n));
     int sms = 0;
@@ -179,6 +248,7 @@ int main() {
     const size_t bytes = 256ull << 20;
     g_n = bytes / sizeof(uint4);
     printf("microbench: %d GPU(s), %d SMs\n", n, sms);
+    if (argc > 1 && strcmp(argv[1], "pair") == 0) return pair(sms);
 
     cudaStream_t s0;
     CK(cudaSetDevice(0));
