@@ -2,7 +2,8 @@
 # GPU check, for a GPU node with binaries built elsewhere (`make build` and
 # `make gpu-tests` on a machine with Go; copy bin/ along with the tree):
 #   1. compiles the PTX with nvcc and fails if it differs from the committed PTX;
-#   2. micro-benchmarks (NVLink store bandwidth, cross-GPU flag round trip);
+#   2. micro-benchmarks (NVLink store bandwidth, cross-GPU flag round trip;
+#      with ncu, the local pair's floors per kernel);
 #   3. `epbench devices`, then each validated run under `timeout -k`;
 #   4. prints a short table last.
 # With --mps it runs only the section for ranks that share one GPU under MPS
@@ -230,10 +231,41 @@ if [ -n "$mps" ]; then
 	exit $status
 fi
 
-# 2. Micro-benchmarks.
+# pair_floors CSV: the median duration of each kernel (name and grid) in an
+# `ncu --csv --page raw --metrics gpu__time_duration.sum` report, in us.
+pair_floors() {
+	awk -F'","' '
+		/"Kernel Name"/ {
+			for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); col[h] = i }
+			next
+		}
+		col["Kernel Name"] && $1 ~ /^"[0-9]+$/ {
+			k = $col["Kernel Name"]; sub(/\(.*/, "", k)
+			g = $col["Grid Size"]; match(g, /[0-9]+/); g = substr(g, RSTART, RLENGTH)
+			v = $col["gpu__time_duration.sum"]; gsub(/[",]/, "", v)
+			print k, g, v
+		}' "$1" | sort -k1,1 -k2,2n -k3,3n | awk '
+		function flush() { if (n) printf "pair floor: %-16s %4d blocks: %.2f us (median of %d)\n", key, grid, v[int((n + 1) / 2)] / 1000, n }
+		$1 != key || $2 != grid { flush(); key = $1; grid = $2; n = 0 }
+		{ v[++n] = $3 }
+		END { flush() }'
+}
+
+# 2. Micro-benchmarks; with Nsight Compute at hand, also the local pair's
+# floors per kernel (docs/PERF.md, kernels v23): 100 of each, timed by the
+# profiler without touching clocks or caches.
 if [ -f scripts/microbench.cu ]; then
 	if "$nvcc" -O3 -arch=sm_90 -o "$ptxdir/microbench" scripts/microbench.cu >>"$log" 2>&1; then
 		timeout -k 5 60 "$ptxdir/microbench" 2>&1 | tee -a "$log"
+		if command -v ncu >/dev/null 2>&1; then
+			if timeout -k 5 180 ncu --cache-control none --clock-control none --csv --page raw \
+				--metrics gpu__time_duration.sum -k regex:'pair_|empty' --launch-skip 70 --launch-count 700 \
+				"$ptxdir/microbench" pair >"$ptxdir/pair.csv" 2>>"$log"; then
+				pair_floors "$ptxdir/pair.csv" | tee -a "$log"
+			else
+				say "pair floors: ncu failed (see $log)"
+			fi
+		fi
 	else
 		say "microbench: build failed"
 	fi
