@@ -68,17 +68,11 @@ func at(m []int, i int) int {
 // it), the clean check of every rank.
 func WriteMaskTest(w io.Writer, m MaskTest) error {
 	p := newPrinter(w)
-	verdict := func(c MaskCheck) string {
-		if c.OK() {
-			return "PASSED"
-		}
-		return "FAILED"
-	}
 	p.line("\n=== Active-Mask Test ===")
 	for _, r := range m.Ranks {
 		if c := r.Dispatch; c != nil {
 			p.printf("Rank %d: mask after dispatch = %s\n", r.Rank, maskString(c.Mask))
-			p.printf("Rank %d: dispatch mask check: %s (rank 1 mask=%d)\n", r.Rank, verdict(*c), at(c.Mask, 1))
+			p.printf("Rank %d: dispatch mask check: %s (rank 1 mask=%d)\n", r.Rank, passed(c.OK()), at(c.Mask, 1))
 			if !c.OK() {
 				p.printf("Rank %d:   expected %s\n", r.Rank, maskString(c.Want))
 			}
@@ -87,14 +81,14 @@ func WriteMaskTest(w io.Writer, m MaskTest) error {
 	for _, r := range m.Ranks {
 		if c := r.Combine; c != nil {
 			p.printf("Rank %d: mask after combine = %s\n", r.Rank, maskString(c.Mask))
-			p.printf("Rank %d: combine mask check: %s (rank 1=%d, rank 3=%d)\n", r.Rank, verdict(*c), at(c.Mask, 1), at(c.Mask, 3))
+			p.printf("Rank %d: combine mask check: %s (rank 1=%d, rank 3=%d)\n", r.Rank, passed(c.OK()), at(c.Mask, 1), at(c.Mask, 3))
 			if !c.OK() {
 				p.printf("Rank %d:   expected %s\n", r.Rank, maskString(c.Want))
 			}
 		}
 	}
 	for _, r := range m.Ranks {
-		p.printf("Rank %d: mask clean check: %s\n", r.Rank, verdict(r.Clean))
+		p.printf("Rank %d: mask clean check: %s\n", r.Rank, passed(r.Clean.OK()))
 	}
 	p.line("=== Active-Mask Test Complete ===")
 	return p.err
