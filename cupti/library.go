@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"unsafe"
+
+	"github.com/epbench/epbench/internal/dl"
 )
 
 // EnvLibrary names the environment variable holding the path of the CUPTI
@@ -37,8 +40,18 @@ func systemFinder() finder {
 		getenv: os.Getenv,
 		exists: func(p string) bool { _, err := os.Stat(p); return err == nil },
 		open:   dlOpen,
-		goarch: goarch,
+		goarch: runtime.GOARCH,
 	}
+}
+
+// dlOpen opens a library with dlopen. A failure returns a nil library, not
+// a nil *dl.Library inside the interface.
+func dlOpen(name string) (library, error) {
+	l, err := dl.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // File names tried in each toolkit directory: the unversioned link a toolkit
