@@ -59,22 +59,16 @@ func (x *Exchange) AlltoallvActive(send []byte, sendCounts, sendDispls []int, re
 		}
 	}
 	// A small send leaves eagerly: give the ones still pending a moment.
-	until := time.Now().Add(100 * time.Millisecond)
-	for _, r := range missing {
-		s := &x.reqs[c.size+r]
-		for {
-			done, err := s.poll()
-			if err != nil {
-				return missing, fmt.Errorf("the send to rank %d: %w", r, err)
-			}
-			if done {
-				break
-			}
-			if time.Now().After(until) {
-				return missing, fmt.Errorf("rank %d: %w", r, ErrGaveUpSend)
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
+	sends := make([]*Request, len(missing))
+	for i, r := range missing {
+		sends[i] = &x.reqs[c.size+r]
+	}
+	pending, err := WaitDeadline(sends, time.Now().Add(100*time.Millisecond))
+	if err != nil && !errors.Is(err, ErrDeadlineExceeded) {
+		return missing, fmt.Errorf("the sends to ranks %v: %w", missing, err)
+	}
+	if len(pending) > 0 {
+		return missing, fmt.Errorf("rank %d: %w", missing[pending[0]], ErrGaveUpSend)
 	}
 	return missing, nil
 }
