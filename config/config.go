@@ -400,6 +400,9 @@ func (c *Config) check(source map[string]string) error {
 	if err := c.CheckCompute(c.Compute); err != nil {
 		return err
 	}
+	if err := c.checkGIN(); err != nil {
+		return err
+	}
 	if c.DispatchTokens > c.Tokens {
 		return usageErr("--dispatch-less-than-max-tokens",
 			fmt.Sprintf("must be at most %s, got %d > %d", label("num-tokens"), c.DispatchTokens, c.Tokens))
@@ -441,6 +444,9 @@ func (c *Config) CheckRanks(ranks int) error {
 	if c.MaskTest && ranks < MaskTestRanks {
 		return usageErr("--mask-test", fmt.Sprintf("needs at least %d ranks (rank 1 skips a dispatch, ranks 1 and 3 a combine), got %d", MaskTestRanks, ranks))
 	}
+	if c.DisableNVLink && ranks < 2 {
+		return usageErr("--disable-nvlink", fmt.Sprintf("needs at least 2 ranks (the own rank is never reached through GIN), got %d", ranks))
+	}
 	return nil
 }
 
@@ -469,11 +475,10 @@ func (c *Config) CheckCompute(compute Compute) error {
 	return nil
 }
 
-// CheckTransport refuses, on the CUDA backend, what no transport offers:
-// -n/--disable-nvlink (every peer through NCCL's GIN) over CUDA IPC, or
-// with what the GIN build of the kernels leaves out (direct_send, the inline
-// and lines protocols).
-func (c *Config) CheckTransport() error {
+// checkGIN refuses what no transport offers: -n/--disable-nvlink (every
+// peer through NCCL's GIN) over CUDA IPC, or with what the GIN build of the
+// kernels leaves out (direct_send, the inline and lines protocols).
+func (c *Config) checkGIN() error {
 	if !c.DisableNVLink {
 		return nil
 	}

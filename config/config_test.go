@@ -422,7 +422,8 @@ func TestArgs(t *testing.T) {
 		{"--cuda-graph", "--protocol", "lines"},
 		{"--back-to-back", "--jitter-us", "20", "--validate-every", "50"},
 		{"-N", "-T", "-L", "rm"},
-		{"--transport", "ipc", "-n"},
+		{"--transport", "ipc"},
+		{"--transport", "nccl", "-n"},
 		{"--version", "-t", "7"},
 	} {
 		c, err := Parse(args, nil)
@@ -601,16 +602,16 @@ func TestTransportResolve(t *testing.T) {
 	}
 }
 
-func TestCheckTransport(t *testing.T) {
+func TestDisableNVLinkChecks(t *testing.T) {
 	c, err := Parse([]string{"--transport", "nccl"}, nil)
 	noErr(t, err)
-	noErr(t, c.CheckTransport())
 	equal(t, c.TransportFor(true), TransportNCCL)
 	for _, ok := range [][]string{{"-n"}, {"-n", "--transport", "nccl"}, {"-n", "--protocol", "fenced"}, {"-n", "-L", "rm"}} {
 		c, err = Parse(ok, nil)
 		noErr(t, err)
-		noErr(t, c.CheckTransport())
 		equal(t, c.TransportFor(true), TransportNCCL)
+		noErr(t, c.CheckRanks(2))
+		errText(t, c.CheckRanks(1), "--disable-nvlink: needs at least 2 ranks (the own rank is never reached through GIN), got 1")
 	}
 	for _, bad := range []struct {
 		args []string
@@ -621,12 +622,16 @@ func TestCheckTransport(t *testing.T) {
 		{[]string{"-n", "--protocol", "lines"}, "--disable-nvlink: the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"},
 		{[]string{"-n", "--protocol", "inline", "-t", "4"}, "--disable-nvlink: the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"},
 	} {
-		c, err = Parse(bad.args, nil)
-		noErr(t, err)
-		errText(t, c.CheckTransport(), bad.want)
+		_, err = Parse(bad.args, nil)
+		var ue *UsageError
+		if !errors.As(err, &ue) {
+			t.Fatalf("%v: error %v is not a *UsageError", bad.args, err)
+		}
+		errText(t, err, bad.want)
 	}
 	c, err = Parse(nil, nil)
 	noErr(t, err)
+	noErr(t, c.CheckRanks(1))
 	equal(t, c.TransportFor(true), TransportIPC)
 	equal(t, c.TransportFor(false), TransportNCCL)
 }

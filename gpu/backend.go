@@ -100,13 +100,10 @@ func (b *Backend) setup(g Gatherer, sh Sharing) error {
 		lines = lines && r[0] == 1
 		grid = min(grid, r[1])
 	}
-	// -n: every peer through GIN (config.CheckTransport made sure of the
-	// NCCL transport); one rank has no peer to reach. Without it, GIN for
-	// the peers outside the NVLink domain, where NCCL says there are such.
+	// -n: every peer through GIN (config's checks made sure of the NCCL
+	// transport and of more than one rank). Without it, GIN for the peers
+	// outside the NVLink domain, where NCCL says there are such.
 	gin := cfg.DisableNVLink
-	if gin && b.shape.Ranks < 2 {
-		return &config.UsageError{Flag: "--disable-nvlink", Why: "needs at least 2 ranks: the own rank is never reached through GIN"}
-	}
 	if t, ok := b.mem.transport.(GINTransport); ok && !gin {
 		if gin, err = t.OutsideLSA(); err != nil {
 			return err

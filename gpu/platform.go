@@ -110,9 +110,6 @@ func (Hooks) Platform(w *bench.World, cfg *config.Config) (*bench.Platform, erro
 
 // openTransport opens the transport --transport asks for (collective).
 func openTransport(w *bench.World, cfg *config.Config, sharedGPU bool) (Transport, error) {
-	if err := cfg.CheckTransport(); err != nil {
-		return nil, err
-	}
 	switch cfg.TransportFor(w.Size == w.LocalSize) {
 	case config.TransportNCCL:
 		// NCCL's set-up steps include host work whose length differs
