@@ -109,7 +109,7 @@ func TestTransportPeersFromNCCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for r, p := range peers {
-		want := uint64(1<<40) * uint64(r+1) // the stand-in's address of rank r's window
+		want := fakePeerBase * uint64(r+1)
 		if r == 1 {
 			want = local
 		}
