@@ -88,12 +88,28 @@ func (r *Run) Loop() (*Measurement, error) {
 	rank := r.Comm.Rank()
 	r.skipDispatch = cfg.Fault.Skips(config.FaultDispatch, rank)
 	r.skipCombine = cfg.Fault.Skips(config.FaultCombine, rank)
+	if err := r.refuse(); err != nil {
+		return nil, err
+	}
 	out, err := r.loop(m)
 	if err != nil && (r.skipDispatch || r.skipCombine) {
 		// What went wrong here follows from the injected fault.
 		err = fmt.Errorf("%w; this rank skipped its %s (--fault %s)", err, cfg.Fault.Op, cfg.Fault)
 	}
 	return out, err
+}
+
+// refuse refuses what the configuration asks of a backend that cannot do
+// it: every rank alike, before any waits for another.
+func (r *Run) refuse() error {
+	cfg := r.Cfg
+	if (cfg.Validate || cfg.ValidateEvery > 0) && r.Validate == nil {
+		return errors.New("validation requested but the backend has no validator")
+	}
+	if _, ok := r.Backend.(Masker); cfg.MaskTest && !ok {
+		return errors.New("-T/--mask-test: this backend has no mask of active ranks")
+	}
+	return nil
 }
 
 func (r *Run) loop(m *Measurement) (*Measurement, error) {
@@ -277,9 +293,6 @@ func (r *Run) timed(m *Measurement, routings int) error {
 func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 	b := r.Backend
 	every := r.Cfg.ValidateEvery
-	if every > 0 && r.Validate == nil {
-		return errors.New("--validate-every: the backend has no validator")
-	}
 	var prev pendingCheck
 	var first *ValidationError // this rank's first failed check
 	checkPrev := func() error {

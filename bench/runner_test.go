@@ -190,6 +190,32 @@ func TestLoopValidationFailureStopsEveryRank(t *testing.T) {
 	}
 }
 
+// What the configuration asks of a backend that cannot do it is refused
+// before anything runs: no rank is left waiting in a barrier for it.
+func TestLoopRefusesWhatTheBackendCannotDo(t *testing.T) {
+	needMPI(t)
+	for _, c := range []struct {
+		set  func(*config.Config)
+		want string
+	}{
+		{func(c *config.Config) { c.Validate = true }, "validation requested but the backend has no validator"},
+		{func(c *config.Config) { c.ValidateEvery = 2 }, "validation requested but the backend has no validator"},
+		{func(c *config.Config) { c.MaskTest = true }, "-T/--mask-test: this backend has no mask of active ranks"},
+	} {
+		cfg := loopConfig(4, 0)
+		c.set(cfg)
+		b := &fakeBackend{timer: &fakeTimer{}}
+		var err error
+		onMPI(func() { _, err = (&Run{Cfg: cfg, Comm: mpi.World(), Backend: b}).Loop() })
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%v, want %q", err, c.want)
+		}
+		if b.marks != 0 || b.dispatches != 0 {
+			t.Errorf("%q: %d marks set, %d dispatches before the refusal", c.want, b.marks, b.dispatches)
+		}
+	}
+}
+
 func TestLoopFaultSkipsOperation(t *testing.T) {
 	needMPI(t)
 	rank, size := 0, 0
