@@ -241,6 +241,11 @@ static int pair(int sms) {
 }
 
 int main(int argc, char** argv) {
+    const bool pair_only = argc == 2 && strcmp(argv[1], "pair") == 0;
+    if (argc > 1 && !pair_only) {
+        fprintf(stderr, "usage: microbench [pair]\n");
+        return 2;
+    }
     int n = 0;
     CK(cudaGetDeviceCount(&n));
     int sms = 0;
@@ -248,7 +253,7 @@ int main(int argc, char** argv) {
     const size_t bytes = 256ull << 20;
     g_n = bytes / sizeof(uint4);
     printf("microbench: %d GPU(s), %d SMs\n", n, sms);
-    if (argc > 1 && strcmp(argv[1], "pair") == 0) return pair(sms);
+    if (pair_only) return pair(sms);
 
     cudaStream_t s0;
     CK(cudaSetDevice(0));
