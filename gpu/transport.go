@@ -1,10 +1,6 @@
 package gpu
 
-import (
-	"errors"
-
-	"github.com/epbench/epbench/nccl"
-)
+import "errors"
 
 // Gatherer is the collective a transport needs to exchange handles
 // (*mpi.Comm satisfies it).
@@ -15,9 +11,9 @@ type Gatherer interface {
 }
 
 // Transport makes one device allocation of every rank addressable by this
-// rank's kernels: CUDA IPC within a node (IPC), or NCCL's symmetric
-// windows (nccl.Transport) wherever NCCL reaches a peer by load/store. The runner
-// never sees which one is in use.
+// rank's kernels: CUDA IPC within a node (IPC), or NCCL's symmetric windows
+// (nccl.Transport, a GINTransport) wherever NCCL reaches a peer by
+// load/store. The runner never sees which one is in use.
 type Transport interface {
 	// Name says which transport this is.
 	Name() string
@@ -27,9 +23,6 @@ type Transport interface {
 	// Close unmaps the peers and frees the allocation.
 	Close() error
 }
-
-// NCCL's transport is one.
-var _ Transport = (*nccl.Transport)(nil)
 
 // ErrMultiNode means the ranks span hosts, which CUDA IPC cannot reach.
 var ErrMultiNode = errors.New("ranks span more than one host, which CUDA IPC cannot reach (--transport nccl or auto; docs/MULTINODE.md)")
