@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/epbench/epbench/internal/ranklist"
 	"gorgonia.org/cu"
 )
 
@@ -64,6 +65,10 @@ func (t *IPC) Alloc(size int64) (uint64, []uint64, error) {
 		return 0, nil, fmt.Errorf("exchanging IPC handles: %w", gerr)
 	}
 	t.local = p
+	if bad := ranklist.Failed(all, hsize+1); len(bad) > 0 {
+		_ = t.Close()
+		return 0, nil, fmt.Errorf("%s could not allocate its symmetric memory", ranklist.String(bad))
+	}
 	n := t.g.Size()
 	t.peers = make([]uint64, n)
 	t.opened = make([]bool, n)
@@ -73,10 +78,6 @@ func (t *IPC) Alloc(size int64) (uint64, []uint64, error) {
 		if r == me {
 			t.peers[r] = uint64(p)
 			continue
-		}
-		if rec[hsize] != 1 {
-			_ = t.Close()
-			return 0, nil, fmt.Errorf("rank %d could not allocate its symmetric memory", r)
 		}
 		addr, err := IPCOpen(rec[:hsize])
 		if err != nil {

@@ -84,7 +84,7 @@ func NewTransport(g Gatherer, sharedGPU bool, timeout time.Duration) (*Transport
 	if gerr != nil {
 		return fail(fmt.Errorf("exchanging the NCCL unique id: %w", gerr))
 	}
-	if bad := failedRanks(all, len(mine)); len(bad) > 0 {
+	if bad := ranklist.Failed(all, len(mine)); len(bad) > 0 {
 		return fail(fmt.Errorf("NCCL transport: %s could not load NCCL or make its unique id", ranklist.String(bad)))
 	}
 	copy(id[:], all[:len(id)])
@@ -100,18 +100,6 @@ func NewTransport(g Gatherer, sharedGPU bool, timeout time.Duration) (*Transport
 	}
 	name := fmt.Sprintf("NCCL %s symmetric window (LSA load/store)", lib.Version)
 	return &Transport{g: g, name: name, lib: lib, comm: comm}, nil
-}
-
-// failedRanks lists the ranks whose record (of size n, last byte 1 for
-// success) in all says they failed.
-func failedRanks(all []byte, n int) []int {
-	var bad []int
-	for r := 0; r < len(all)/n; r++ {
-		if all[(r+1)*n-1] != 1 {
-			bad = append(bad, r)
-		}
-	}
-	return bad
 }
 
 // Name says which transport this is.
@@ -265,7 +253,7 @@ func (t *Transport) agree(mine error, what string) error {
 	if gerr != nil {
 		return fmt.Errorf("NCCL transport: exchanging state: %w", gerr)
 	}
-	if bad := failedRanks(all, 1); len(bad) > 0 {
+	if bad := ranklist.Failed(all, 1); len(bad) > 0 {
 		return fmt.Errorf("NCCL transport: %s could not %s", ranklist.String(bad), what)
 	}
 	return nil

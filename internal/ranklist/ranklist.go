@@ -18,3 +18,16 @@ func String(ranks []int) string {
 	}
 	return "ranks " + strings.Join(who, ", ")
 }
+
+// Failed lists the ranks whose record in all (every rank's record of n
+// bytes in rank order, as an allgather returns them) says they failed: its
+// last byte is not 1.
+func Failed(all []byte, n int) []int {
+	var bad []int
+	for r := 0; r < len(all)/n; r++ {
+		if all[(r+1)*n-1] != 1 {
+			bad = append(bad, r)
+		}
+	}
+	return bad
+}
