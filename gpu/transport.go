@@ -1,14 +1,14 @@
 package gpu
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/epbench/epbench/nccl"
+)
 
 // Gatherer is the collective a transport needs to exchange handles
-// (*mpi.Comm satisfies it).
-type Gatherer interface {
-	Rank() int
-	Size() int
-	AllgatherBytes(send []byte) ([]byte, error)
-}
+// (*mpi.Comm satisfies it): the NCCL transport's.
+type Gatherer = nccl.Gatherer
 
 // Transport makes one device allocation of every rank addressable by this
 // rank's kernels: CUDA IPC within a node (IPC), or NCCL's symmetric windows
