@@ -80,7 +80,7 @@ type Config struct {
 	JitterUs   int  // testing: every operation starts after a random delay of 0..JitterUs us
 
 	KernelTiming bool // measure kernel-only times with in-process CUPTI
-	CUPTIRegion  bool // bracket only the timed loop with cudaProfilerStart/Stop
+	CUPTIRegion  bool // bracket only the timed loop with cuProfilerStart/Stop
 
 	Validate      bool   // check dispatch and combine results after timing
 	ValidateEvery int    // also check every N timed iterations; 0 = never
@@ -220,7 +220,7 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]in
 	bindInts("jitter-us")
 	bindBool(fs, &c.KernelTiming, "no-kernel-timing", "", true, "skip the kernel-only (CUPTI) measurement")
 	bindBool(fs, &c.CUPTIRegion, "cupti-region", "", false,
-		"bracket only the timed loop with cudaProfilerStart/Stop, for nsys --capture-range=cudaProfilerApi")
+		"bracket only the timed loop with cuProfilerStart/Stop, for nsys --capture-range=cudaProfilerApi")
 	// --cupti-inproc names the only kernel timer there is; it is accepted
 	// for command lines written for the Python benchmark.
 	v := &value{
