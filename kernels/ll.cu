@@ -12,14 +12,17 @@
 // block owns (one per source token) to the rows their headers name, so the
 // receive side scans nothing; the last block also writes the layout.
 //
-// Combine: the expert side walks the received (source, token) slots, cut
-// into row slices so every warp of the grid has work, peers first, and
-// either reduces its local experts' weighted rows into one bf16 partial
-// (rank_local_reduce) or sends every expert row back (direct_send); the own
-// rank's slots follow on the worker warps. The source side waits for every
-// rank and reduces per token. In the lines protocol (rank_local_reduce) the
-// partials travel as flagged lines that the source side polls, and the own
-// rank's partial is computed by the source side itself while they land.
+// Combine: the expert side walks the peers' received (source, token) slots,
+// cut into row slices so every warp of the grid has work, and either
+// reduces its local experts' weighted rows into one bf16 partial
+// (rank_local_reduce) or sends every expert row back (direct_send). The
+// source side waits for every peer and reduces per token; the own rank's
+// part of its tokens (its partial, or its expert rows) does not pass
+// through memory: the source side reads it from the expert outputs itself
+// while the peers' data lands, so no block waits for another block of its
+// own grid (inline, at one or two tokens, the worker warps write it as a
+// peer's and the source side polls it). In the lines protocol the partials
+// travel as flagged lines that the source side polls.
 //
 // Releases (fenced protocol): each block that had work takes a ticket when
 // its stores are issued; the block that takes a call's last ticket makes the
@@ -340,10 +343,6 @@ __device__ __forceinline__ void release_peers(const LLArgs& a, const uint64_t* b
     }
 }
 
-__device__ __forceinline__ void red_release_gpu_add(uint64_t* p, uint64_t v) {
-    asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
 // E4M3 of 8 channels of a group whose largest magnitude is amax (already
 // at least 1e-4).
 __device__ __forceinline__ uint2 e4m3x8(const float f[8], float amax) {
@@ -606,6 +605,23 @@ __device__ __forceinline__ void slot_partial(const LLArgs& a, unsigned local, in
     }
 }
 
+// rank_local_reduce and rank-major: acc = the fp32 partial of the local
+// selections (bit k of `local`: lane k holds the selection's row my_row and
+// weight my_w) over the lane's vectors v, as the CPU reference sums it;
+// zero without any. Warp-uniform.
+__device__ __forceinline__ void local_partial(const LLArgs& a, unsigned local, int64_t my_row, float my_w,
+                                              const int v[kVecPerLane], float acc[kVecPerLane][8]) {
+#pragma unroll
+    for (int u = 0; u < kVecPerLane; u++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
+    if (rank_major(a)) {
+        if (local != 0) slot_partial(a, local, my_row, my_w, v, acc);
+        return;
+    }
+    for_local_rows(a, local, my_row, my_w, v, [&](int, float w, const YRaw* raw) { add_weighted(a, acc, w, raw); });
+}
+
 // Expert side of combine for one work item: row slice `slice` of the slot
 // (source rank s, token t). It either sends the bf16 partial of the local
 // experts the token selected (rank_local_reduce) or every such expert row
@@ -628,7 +644,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     int e = -1, pos = 0;
     float we = 0.f;
     bool live = true;
-    if (direct_self(a, s)) {
+    if (direct_self(a, s)) {  // inline: the own rank's tokens, never sent to itself
         if (lane < K) {
             e = (int)a.topk_idx[(int64_t)t * K + lane];
             we = a.topk_w[(int64_t)t * K + lane];
@@ -679,16 +695,8 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     int v[kVecPerLane];
     item_vecs(slice, lines, vec_per_row, nl, v);
     float acc[kVecPerLane][8];
-#pragma unroll
-    for (int u = 0; u < kVecPerLane; u++)
-#pragma unroll
-        for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
-    if (rank_major(a)) slot_partial(a, local, my_row, my_w, v, acc);
-    else for_local_rows(a, local, my_row, my_w, v, [&](int k, float w, const YRaw* raw) {
-        if (a.combine_mode == kModeRankLocalReduce) {
-            add_weighted(a, acc, w, raw);
-            return;
-        }
+    if (per_rank(a)) local_partial(a, local, my_row, my_w, v, acc);
+    else for_local_rows(a, local, my_row, my_w, v, [&](int k, float, const YRaw* raw) {
         // direct_send: every expert row travels back as bf16.
         const uint64_t row = (uint64_t)t * K + k;
         uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
@@ -746,22 +754,24 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const int gwarp = warp * gridDim.x + blockIdx.x;
     const int nwarps = gridDim.x * kWarps;
 
-    // --- expert side: one warp per received (source rank, token, row slice),
-    // the peers' slots first (sources from rank+1 on), then the own rank's
-    // with the worker warps while warp 0 releases the peers. With the lines
-    // protocol the peers' partials need no release, and the source side
-    // computes the own rank's partial itself ---
+    // --- expert side: one warp per received (peer, token, row slice),
+    // sources from rank+1 on; fenced, the last block releases the peers.
+    // The own rank's tokens: fenced and lines, the source side reads their
+    // own-rank part itself (no block waits for another of its grid);
+    // inline, the worker warps then write it as a peer's partial or rows
+    // are written, and the source side polls it: at one or two tokens
+    // (where inline is used) the source side's path is then split over two
+    // warps, which measured faster than running it in one (docs/PERF.md,
+    // kernels v25) ---
     const int slices = lines ? (nl + kLinesPerItem - 1) / kLinesPerItem : (vec_per_row + kSliceVecs - 1) / kSliceVecs;
-    const int peer_items = (R - 1) * T * slices, own_items = own_n * slices;
-    // Blocks with items of the peers take a ticket for the peers' release,
-    // blocks with items of the own rank (worker warps) one for its release;
-    // block 0 takes one even without items (a rank without tokens still
-    // releases).
+    const int peer_items = (R - 1) * T * slices;
+    // Blocks with items take a ticket for the peers' release; block 0 takes
+    // one even without items (a rank without peers' tokens still releases).
     const uint64_t peer_blocks = max(1, min((int)gridDim.x, peer_items));
-    const uint64_t own_blocks = max(1, min((int)gridDim.x, own_items));
     const bool peer_worked = blockIdx.x < peer_blocks;
-    const bool own_worked = blockIdx.x < own_blocks;
     uint64_t* const signal = at<uint64_t>(self, a.off_combine_signal);
+    __shared__ int failed;  // fenced: a wait for a peer gave up
+    if (!inl && !lines && threadIdx.x == 0) failed = 0;
     for (int item = gwarp; item < peer_items; item += nwarps) {
         const int st = item / slices;
         combine_item(a, self, (a.rank + 1 + st / T) % R, st % T, item % slices);
@@ -787,67 +797,78 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
 #endif
             EPBENCH_TRACE(a, 2);
         }
-        if (warp > 0) {
+        if (inl && warp > 0) {
             const int nw = gridDim.x * (kWarps - 1);
-            for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < own_items; item += nw)
+            for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < own_n * slices; item += nw)
                 combine_item(a, self, a.rank, item / slices, item % slices);
             workers_sync();
-            // The own rank's partials: the last block releases them at device scope.
-            if (warp == 1 && !inl && own_worked && last_ticket(signal + R + 1, own_blocks) && lane == 0)
-                red_release_gpu_add(signal + a.rank, 1);
+            EPBENCH_TRACE_BY(a, 3, kWarp);
         }
-        EPBENCH_TRACE_BY(a, 3, kWarp);
     } else {
         EPBENCH_TRACE_BY(a, 1, 0);
     }
 
-    // --- source side: wait for every rank (fenced), then one warp per
-    // (token, row slice) ---
-    // The routing of each warp's first token is loaded before the wait
-    // (lines: with the rows dispatch gave its selections on this rank).
+    // --- source side: wait for every peer (fenced), then one warp per
+    // (token, row slice). Fenced, warp 0 took the block's ticket (and the
+    // last block's warp 0 made the releases): it waits for the peers by
+    // itself and takes the source side's last items, while warp 1 waits for
+    // the others, so no warp waits for the ticket ---
+    const int sgwarp = (inl || lines ? warp : (warp + kWarps - 1) % kWarps) * gridDim.x + blockIdx.x;
+    // The routing of each warp's first token, with the rows dispatch gave
+    // its selections on this rank, is loaded before the wait.
     int first_e = -1, first_pos = 0;
     float first_w = 0.f;
-    if (gwarp < own_n * slices && lane < K) {
-        const int t = gwarp / slices;
+    if (sgwarp < own_n * slices && lane < K) {
+        const int t = sgwarp / slices;
         first_e = (int)a.topk_idx[(int64_t)t * K + lane];
         first_w = a.topk_w[(int64_t)t * K + lane];
-        if (lines) first_pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
+        if (!inl) first_pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
     }
     if (!inl && !lines) {
-        __shared__ int failed;
-        if (threadIdx.x == 0) failed = 0;
-        __syncthreads();
-        if (threadIdx.x < R) {
+        bool ok = true;
+        for (int q = lane; warp <= 1 && q < R; q += kWarp) {
             const uint64_t* arrived = at<const uint64_t>(self, a.off_combine_signal);
-            if (!wait_arrivals(arrived + threadIdx.x, a.expect, deadline, a.err, a.active, kPhaseCombine, threadIdx.x) &&
-                !masked(a.active, threadIdx.x))  // -T: a masked rank's partials are left out
-                failed = 1;
+            if (q != a.rank && !wait_arrivals(arrived + q, a.expect, deadline, a.err, a.active, kPhaseCombine, q) &&
+                !masked(a.active, q))  // -T: a masked rank's partials are left out
+                ok = false;
         }
-        __syncthreads();
-        if (failed) return;
-        EPBENCH_TRACE(a, 4);
+        if (warp == 0) {
+            if (__any_sync(0xffffffffu, !ok)) return;
+        } else {
+            if (warp == 1 && __any_sync(0xffffffffu, !ok) && lane == 0) failed = 1;
+            workers_sync();
+            if (failed) return;
+            EPBENCH_TRACE_BY(a, 4, kWarp);
+        }
     }
     const uint8_t* recv = at<const uint8_t>(self, a.off_combine_recv);
     const uint4* irecv = at<const uint4>(self, a.off_inline_combine);
     const uint32_t flag = (uint32_t)a.epoch;
-    // A work item's token's routing (lane k: expert, weight and, in lines,
-    // the selection's row among its expert's rows if it is on this rank,
-    // all in one round trip; the warp's first item's loaded before the
-    // wait) and the lane's vectors of it.
-    auto item_start = [&](int item, int t, int slice, bool in_lines, int* e, float* wk, int* pos, int v[kVecPerLane]) {
+    // A work item's token's routing (lane k: expert, weight and, but
+    // inline, whose own rows the expert side reads, the selection's row
+    // among its expert's rows if it is on this rank, all in one round trip;
+    // the warp's first item's loaded before the wait) and the lane's vectors
+    // of it.
+    auto item_start = [&](int item, int t, int slice, int* e, float* wk, int* pos, int v[kVecPerLane]) {
         *e = first_e;
         *wk = first_w;
         *pos = first_pos;
-        if (item != gwarp && lane < K) {
+        if (item != sgwarp && lane < K) {
             *e = (int)a.topk_idx[(int64_t)t * K + lane];
             *wk = a.topk_w[(int64_t)t * K + lane];
-            if (in_lines) *pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
+            if (!inl) *pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
         }
-        item_vecs(slice, in_lines, vec_per_row, nl, v);
+        item_vecs(slice, lines, vec_per_row, nl, v);
+    };
+    // The lane's own-rank row of a selection (rank-major: the token's slot),
+    // -1 for a selection elsewhere.
+    auto own_row = [&](int e, int pos) -> int64_t {
+        if (e < lo || e >= hi) return -1;
+        return rank_major(a) ? pos : (int64_t)(e - lo) * rows_per_expert + pos;
     };
     // The item's output vectors.
     auto item_store = [&](int item, int t, const int v[kVecPerLane], const float acc[kVecPerLane][8]) {
-        if (item == gwarp) EPBENCH_TRACE(a, 6);
+        if (item == sgwarp) EPBENCH_TRACE_BY(a, 6, inl || lines ? 0 : kWarp);  // the block's source-side warp 0
         uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++)
@@ -858,24 +879,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // lines land; then the ranks' partials are added in rank order, each
     // peer's lines polled until they carry the call's flag.
     const bool lines_rlr = lines && per_rank(a), lines_direct = lines && !per_rank(a);
-    for (int item = gwarp; lines_rlr && item < own_n * slices; item += nwarps) {
+    for (int item = sgwarp; lines_rlr && item < own_n * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
         int e, pos, v[kVecPerLane];
         float wk;
-        item_start(item, t, slice, true, &e, &wk, &pos, v);
+        item_start(item, t, slice, &e, &wk, &pos, v);
+        const int64_t my_row = own_row(e, pos);
         float own[kVecPerLane][8];
-#pragma unroll
-        for (int u = 0; u < kVecPerLane; u++)
-#pragma unroll
-            for (int j = 0; j < 8; j++) own[u][j] = 0.f;
-        int64_t my_row = -1;
-        if (e >= lo && e < hi) my_row = rank_major(a) ? pos : (int64_t)(e - lo) * rows_per_expert + pos;
-        const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
-        if (rank_major(a)) {
-            if (local != 0) slot_partial(a, local, my_row, wk, v, own);
-        } else {
-            for_local_rows(a, local, my_row, wk, v, [&](int, float w, const YRaw* raw) { add_weighted(a, own, w, raw); });
-        }
+        local_partial(a, __ballot_sync(0xffffffffu, my_row >= 0), my_row, wk, v, own);
         float acc[kVecPerLane][8];
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++) {
@@ -919,13 +930,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // rows' loads in flight at a time: the own rank's expert outputs read here
     // (rounded to bf16 as a sent row is), the peers' rows polled in lines
     // until they carry the call's flag.
-    for (int item = gwarp; lines_direct && item < own_n * slices; item += nwarps) {
+    for (int item = sgwarp; lines_direct && item < own_n * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
         int e, pos, v[kVecPerLane];
         float wk;
-        item_start(item, t, slice, true, &e, &wk, &pos, v);
-        int64_t my_row = -1;
-        if (e >= lo && e < hi) my_row = (int64_t)(e - lo) * rows_per_expert + pos;
+        item_start(item, t, slice, &e, &wk, &pos, v);
+        const int64_t my_row = own_row(e, pos);
         float acc[kVecPerLane][8];
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++)
@@ -1000,16 +1010,30 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         item_store(item, t, v, acc);
     }
     bool ok = true;
-    for (int item = gwarp; !lines && item < own_n * slices; item += nwarps) {
+    for (int item = sgwarp; !lines && item < own_n * slices; item += nwarps) {
         const int t = item / slices, slice = item % slices;
         int e, pos, v[kVecPerLane];
         float wk;
-        item_start(item, t, slice, false, &e, &wk, &pos, v);
+        item_start(item, t, slice, &e, &wk, &pos, v);
         // The terms of the sum, in the order they are added, taken one at a
         // time (warp-uniform): rank_local_reduce: the ranks holding at least
-        // one of the token's selections, ascending, each of which sent one
-        // partial row; direct_send: the selections in top-k order.
+        // one of the token's selections, ascending, each peer (inline: each
+        // rank) having sent one partial row; direct_send: the selections in
+        // top-k order, each peer's (inline: each one) sent as a row. Fenced,
+        // the own rank's terms are read here: its partial, computed first and
+        // rounded to bf16 as a peer's is, or its expert output rows.
         // -T: the selections and partials of masked ranks are left out.
+        const int64_t my_row = own_row(e, pos);
+        uint4 ownp[kVecPerLane];
+        if (!inl && per_rank(a)) {
+            const unsigned local = __ballot_sync(0xffffffffu, my_row >= 0);
+            if (local != 0) {
+                float p[kVecPerLane][8];
+                local_partial(a, local, my_row, wk, v, p);
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++) ownp[u] = pack8(p[u]);
+            }
+        }
         const bool sel = e >= 0 && !masked(a.active, e / L);
         const unsigned valid = __ballot_sync(0xffffffffu, sel);
         const unsigned my_rank = sel ? (unsigned)(e / L) : UINT_MAX;
@@ -1042,6 +1066,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             uint4 in[kBatch][kVecPerLane], ihi[kBatch][kVecPerLane];
             int rowb[kBatch], rankb[kBatch];
             float wb[kBatch];
+            bool ownb[kBatch];
             int nb = 0;
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
@@ -1050,6 +1075,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                     break;
                 }
                 nb = b + 1;
+                ownb[b] = !inl && rankb[b] == a.rank;
+                if (ownb[b] && per_rank(a)) {
+#pragma unroll
+                    for (int u = 0; u < kVecPerLane; u++) in[b][u] = ownp[u];
+                    continue;
+                }
+                if (ownb[b]) {  // direct_send: selection rowb[b] - t * K's row (FP8: E4M3 in x, y; its scale in z)
+                    YRaw raw[kVecPerLane];
+                    load_y(a, __shfl_sync(0xffffffffu, my_row, rowb[b] - t * K), v, raw);
+#pragma unroll
+                    for (int u = 0; u < kVecPerLane; u++)
+                        in[b][u] = a.fp8 ? make_uint4(raw[u].v.x, raw[u].v.y, __float_as_uint(raw[u].scale), 0) : raw[u].v;
+                    continue;
+                }
                 const uint4* from = reinterpret_cast<const uint4*>(recv + (uint64_t)rowb[b] * H * 2);
                 const uint4* ifrom = irecv + (uint64_t)rowb[b] * inline_row_units(H);
 #pragma unroll
@@ -1073,7 +1112,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                     for (int b = 0; b < kBatch; b++) {
 #pragma unroll
                         for (int u = 0; u < kVecPerLane; u++) {
-                            if (b >= nb || v[u] < 0) continue;
+                            if (b >= nb || v[u] < 0 || ownb[b]) continue;
                             const uint4* q = irecv + (uint64_t)rowb[b] * inline_row_units(H) + 2 * v[u];
                             const bool lo_w = !(in[b][u].y == flag && in[b][u].w == flag);
                             const bool hi_w = !(ihi[b][u].y == flag && ihi[b][u].w == flag);
@@ -1096,7 +1135,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                         for (int b = 0; b < kBatch; b++)
 #pragma unroll
                             for (int u = 0; u < kVecPerLane; u++)
-                                if (b < nb && v[u] >= 0 && masked(a.active, rankb[b]))
+                                if (b < nb && v[u] >= 0 && !ownb[b] && masked(a.active, rankb[b]))
                                     in[b][u] = ihi[b][u] = make_uint4(0, flag, 0, flag);
                     }
                 }
@@ -1105,7 +1144,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 for (int b = 0; b < kBatch; b++)
 #pragma unroll
                     for (int u = 0; u < kVecPerLane; u++)
-                        in[b][u] = make_uint4(in[b][u].x, in[b][u].z, ihi[b][u].x, ihi[b][u].z);
+                        if (!(b < nb && ownb[b])) in[b][u] = make_uint4(in[b][u].x, in[b][u].z, ihi[b][u].x, ihi[b][u].z);
             }
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
@@ -1113,7 +1152,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
 #pragma unroll
                 for (int u = 0; u < kVecPerLane; u++) {
                     float f[8];
-                    unpack8(in[b][u], f);
+                    // An own expert row of an FP8 dispatch decodes as the
+                    // bf16 row a peer's expert side sends (combine_item).
+                    if (!per_rank(a) && a.fp8 && ownb[b])
+                        dequant8(make_uint2(in[b][u].x, in[b][u].y), __uint_as_float(in[b][u].z), f);
+                    else
+                        unpack8(in[b][u], f);
                     if (per_rank(a)) {
 #pragma unroll
                         for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], f[j]);

@@ -247,8 +247,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
 
     // --- the headers (warp 0), with the row of every selection in its
     // expert's rows from here (tokens in order); `held`: the selections are
-    // tok_e and tok_w (load_x's). Lines: also the token's own-rank rows
-    // (own_rows, nown), which the send pass writes ---
+    // tok_e and tok_w (load_x's). Lines, and the fenced path's first token:
+    // also the token's own-rank rows (own_rows, nown), which the send pass
+    // (lines) or the workers (fenced) write ---
     auto headers_of = [&](int t, bool held) {
         // Experts within a token are distinct, so the lanes of one token
         // never share a counter.
@@ -286,7 +287,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             a.src_info[(e - lo) * rows_per_expert + p] = t;
             a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
         }
-        if (lines) {
+        if (lines || (!spread && t == t0)) {
             const bool mine = q >= 0 && direct_self(a, q);
             const unsigned mines = __ballot_sync(0xffffffffu, mine);
             if (rm) {  // one slot per token
@@ -519,10 +520,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     }
     const int wt = threadIdx.x - kWarp;
 
-    // --- fenced: the own rank's rows (workers), at the rows warp 0 chose
-    // (lines wrote them in the send pass, spread above) ---
+    // --- fenced: the own rank's rows (workers), at the rows warp 0 chose:
+    // the first token's from shared memory, the others' (more tokens than
+    // blocks) from row_pos (lines wrote them in the send pass, spread
+    // above) ---
     for (int t = t0; !lines && !spread && t < t1; t++) {
-        if (warp == 1) {
+        if (warp == 1 && t > t0) {
             int64_t e = -1;
             if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
             const bool mine = e >= lo && e < hi;

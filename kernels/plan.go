@@ -240,9 +240,10 @@ type Launch struct {
 	Grid, Threads                 int
 	DispatchShared, CombineShared int // dynamic shared memory, bytes
 	// CombineWaitsForOwnGrid: the combine's blocks wait for other blocks of
-	// its own grid (the own rank's partials, inline; the own rank's
-	// release, fenced), so its grid must be resident at once: it is
-	// launched cooperatively, which fails where it cannot be.
+	// its own grid (inline: the own rank's partials or rows, which its
+	// worker warps write as a peer's; fenced and lines combines read them
+	// on the source side instead), so its grid must be resident at once: it
+	// is launched cooperatively, which fails where it cannot be.
 	CombineWaitsForOwnGrid bool
 }
 
@@ -283,7 +284,7 @@ func (p *Plan) Launch(tokens, own int) (Launch, error) {
 	return Launch{
 		Variant: v, DispatchEntry: v.DispatchEntry(own), CombineEntry: CombineKernel,
 		Grid: grid, Threads: ThreadsPerBlock, DispatchShared: DispatchSharedBytes(c.Experts, p.Ranks),
-		CombineWaitsForOwnGrid: v.Combine != ProtoLines,
+		CombineWaitsForOwnGrid: v.Combine == ProtoInline,
 	}, nil
 }
 

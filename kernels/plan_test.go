@@ -149,14 +149,14 @@ func TestLaunchGrid(t *testing.T) {
 }
 
 // A combine that waits for blocks of its own grid (inline: the own rank's
-// partials; fenced: its release) is launched cooperatively; lines do not
-// wait for their own grid.
+// partials or rows) is launched cooperatively; fenced and lines combines
+// do not wait for their own grid.
 func TestCombineWaitsForOwnGrid(t *testing.T) {
 	for _, c := range []struct {
 		proto  config.Protocol
 		tokens int
 		want   bool
-	}{{config.ProtocolAuto, 1, true}, {config.ProtocolAuto, 128, false}, {config.ProtocolFenced, 128, true}, {config.ProtocolLines, 1, false}} {
+	}{{config.ProtocolAuto, 1, true}, {config.ProtocolAuto, 128, false}, {config.ProtocolFenced, 128, false}, {config.ProtocolFenced, 1, false}, {config.ProtocolLines, 1, false}, {config.ProtocolInline, 8, true}} {
 		l, err := plan(t, func(cfg *config.Config) { cfg.Protocol = c.proto }, Setup{LinesVerified: true}).Launch(c.tokens, c.tokens)
 		if err != nil {
 			t.Fatal(err)
