@@ -20,9 +20,10 @@
 // part of its tokens (its partial, or its expert rows) does not pass
 // through memory: the source side reads it from the expert outputs itself
 // while the peers' data lands, so no block waits for another block of its
-// own grid (inline, at one or two tokens, the worker warps write it as a
-// peer's and the source side polls it). In the lines protocol the partials
-// travel as flagged lines that the source side polls.
+// own grid (inline, at one or two tokens, the worker warps compute it: a
+// partial for the same block's source warp through shared memory, the rest
+// through memory as a peer's, polled by the source side). In the lines
+// protocol the partials travel as flagged lines that the source side polls.
 //
 // Releases (fenced protocol): each block that had work takes a ticket when
 // its stores are issued; the block that takes a call's last ticket makes the
@@ -625,8 +626,12 @@ __device__ __forceinline__ void local_partial(const LLArgs& a, unsigned local, i
 // Expert side of combine for one work item: row slice `slice` of the slot
 // (source rank s, token t). It either sends the bf16 partial of the local
 // experts the token selected (rank_local_reduce) or every such expert row
-// (direct_send) to the source's combine receive area. Warp-uniform.
-__device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int s, int t, int slice) {
+// (direct_send) to the source's combine receive area; with `hand` (inline,
+// the own rank's partial) it leaves the partial there instead, the lane's
+// kVecPerLane vectors, for the source side's warp of the same block.
+// Warp-uniform.
+__device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int s, int t, int slice,
+                                             uint4* hand = nullptr) {
     const int T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
     const int vec_per_row = H / 8, nl = lines_row_lines(H, false);
     const int lane = threadIdx.x % kWarp;
@@ -723,7 +728,9 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
 #pragma unroll
     for (int u = 0; u < kVecPerLane; u++) {
         const uint4 d = pack8(acc[u]);
-        if (lines) {
+        if (hand != nullptr) {
+            hand[u] = d;
+        } else if (lines) {
             line_put(idst + row * nl * 8, item_line(slice, u), nl, d, flag);
         } else if (v[u] >= 0) {
             if (inl) vec_store(idst + row * inline_row_units(H) + 2 * v[u], d, flag);
@@ -758,11 +765,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // sources from rank+1 on; fenced, the last block releases the peers.
     // The own rank's tokens: fenced and lines, the source side reads their
     // own-rank part itself (no block waits for another of its grid);
-    // inline, the worker warps then write it as a peer's partial or rows
-    // are written, and the source side polls it: at one or two tokens
-    // (where inline is used) the source side's path is then split over two
-    // warps, which measured faster than running it in one (docs/PERF.md,
-    // kernels v25) ---
+    // inline, the worker warps then compute it (the partial of each source
+    // warp's first item handed over in shared memory, the rest written as a
+    // peer's partial or rows are) and the source side waits for it: at one
+    // or two tokens (where inline is used) the source side's path is then
+    // split over two warps, which measured faster than running it in one
+    // (docs/PERF.md, kernels v25 and v26) ---
     const int slices = lines ? (nl + kLinesPerItem - 1) / kLinesPerItem : (vec_per_row + kSliceVecs - 1) / kSliceVecs;
     const int peer_items = (R - 1) * T * slices;
     // Blocks with items take a ticket for the peers' release; block 0 takes
@@ -772,6 +780,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     uint64_t* const signal = at<uint64_t>(self, a.off_combine_signal);
     __shared__ int failed;  // fenced: a wait for a peer gave up
     if (!inl && !lines && threadIdx.x == 0) failed = 0;
+    // Inline, rank_local_reduce and rank-major: the own rank's partial of
+    // the first item of source warp w (0..kWarps-2), computed by worker
+    // warp w + 1 of the same block (the first own item of that warp is the
+    // same item), handed over here instead of through memory; hand_ready[w]
+    // says it is in place.
+    __shared__ uint4 hand_part[kWarps - 1][kWarp][kVecPerLane];
+    __shared__ int hand_ready[kWarps - 1];
+    const bool handing = inl && per_rank(a);
+    const int hand_items = gridDim.x * (kWarps - 1);  // items [0, hand_items) are handed over
+    if (handing && threadIdx.x < kWarps - 1) hand_ready[threadIdx.x] = 0;
     for (int item = gwarp; item < peer_items; item += nwarps) {
         const int st = item / slices;
         combine_item(a, self, (a.rank + 1 + st / T) % R, st % T, item % slices);
@@ -799,8 +817,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         }
         if (inl && warp > 0) {
             const int nw = gridDim.x * (kWarps - 1);
-            for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < own_n * slices; item += nw)
-                combine_item(a, self, a.rank, item / slices, item % slices);
+            for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < own_n * slices; item += nw) {
+                const bool hand = handing && item < hand_items;  // the warp's first item
+                combine_item(a, self, a.rank, item / slices, item % slices, hand ? hand_part[warp - 1][lane] : nullptr);
+                if (hand) {
+                    __syncwarp();
+                    __threadfence_block();
+                    if (lane == 0) *(volatile int*)&hand_ready[warp - 1] = 1;
+                }
+            }
             workers_sync();
             EPBENCH_TRACE_BY(a, 3, kWarp);
         }
@@ -1021,7 +1046,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         // rank) having sent one partial row; direct_send: the selections in
         // top-k order, each peer's (inline: each one) sent as a row. Fenced,
         // the own rank's terms are read here: its partial, computed first and
-        // rounded to bf16 as a peer's is, or its expert output rows.
+        // rounded to bf16 as a peer's is, or its expert output rows. Inline,
+        // a warp's first item's own partial comes through shared memory
+        // (hand_part) from the worker warp that computed it.
         // -T: the selections and partials of masked ranks are left out.
         const int64_t my_row = own_row(e, pos);
         uint4 ownp[kVecPerLane];
@@ -1066,7 +1093,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             uint4 in[kBatch][kVecPerLane], ihi[kBatch][kVecPerLane];
             int rowb[kBatch], rankb[kBatch];
             float wb[kBatch];
-            bool ownb[kBatch];
+            bool ownb[kBatch];  // in[b] holds the term's data (fenced: the own rank's, read here; inline: handed over)
+            bool handb[kBatch];  // inline: the own rank's partial, handed over by a worker warp (hand_part)
             int nb = 0;
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
@@ -1076,6 +1104,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 }
                 nb = b + 1;
                 ownb[b] = !inl && rankb[b] == a.rank;
+                handb[b] = handing && item < hand_items && rankb[b] == a.rank;
+                if (handb[b]) continue;  // settled below
                 if (ownb[b] && per_rank(a)) {
 #pragma unroll
                     for (int u = 0; u < kVecPerLane; u++) in[b][u] = ownp[u];
@@ -1104,15 +1134,27 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             }
             if (inl) {
                 // Every unit of the batch that lacks the flag reloaded, all
-                // together, until none does (one round trip per poll).
+                // together, until none does (one round trip per poll); a
+                // handed-over partial taken once its worker warp says so.
                 for (uint32_t spins = 1;; spins++) {
                     bool done = true;
                     int waiting = 0;
 #pragma unroll
                     for (int b = 0; b < kBatch; b++) {
+                        if (b < nb && handb[b] && !ownb[b]) {
+                            if (*(volatile int*)&hand_ready[warp] != 0) {
+                                __threadfence_block();
+#pragma unroll
+                                for (int u = 0; u < kVecPerLane; u++) in[b][u] = hand_part[warp][lane][u];
+                                ownb[b] = true;
+                            } else {
+                                done = false;
+                                waiting = rankb[b];
+                            }
+                        }
 #pragma unroll
                         for (int u = 0; u < kVecPerLane; u++) {
-                            if (b >= nb || v[u] < 0 || ownb[b]) continue;
+                            if (b >= nb || v[u] < 0 || ownb[b] || handb[b]) continue;
                             const uint4* q = irecv + (uint64_t)rowb[b] * inline_row_units(H) + 2 * v[u];
                             const bool lo_w = !(in[b][u].y == flag && in[b][u].w == flag);
                             const bool hi_w = !(ihi[b][u].y == flag && ihi[b][u].w == flag);
