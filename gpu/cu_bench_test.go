@@ -52,23 +52,16 @@ func timed(b *testing.B, setup func() (op func() error, done func(), err error))
 	})
 }
 
-// ours: a launch of the LL kernels' argument block, then a stream sync.
-func BenchmarkLaunchSyncOurs(b *testing.B) { launchSyncOurs(b, false) }
-
-// ours, cooperative: the launch of a combine that waits for blocks of its
-// own grid.
-func BenchmarkLaunchSyncCooperative(b *testing.B) { launchSyncOurs(b, true) }
-
-// launchSyncOurs times our launch of the empty kernel on the LL grid,
-// cooperative or not, then a stream sync.
-func launchSyncOurs(b *testing.B, cooperative bool) {
+// ours: a launch of the empty kernel on the LL grid with the LL kernels'
+// argument block, then a stream sync.
+func BenchmarkLaunchSyncOurs(b *testing.B) {
 	timed(b, func() (func() error, func(), error) {
 		m, f, s, params, err := emptyOurs()
 		if err != nil {
 			return nil, nil, err
 		}
 		return func() error {
-				if err := f.Launch(132, 512, 0, s, params, cooperative); err != nil {
+				if err := f.Launch(132, 512, 0, s, params); err != nil {
 					return err
 				}
 				return s.Sync()
@@ -126,7 +119,7 @@ func BenchmarkEventPair(b *testing.B) {
 			return nil, nil, err
 		}
 		return func() error {
-				if err := errors.Join(e0.Record(s), f.Launch(1, 32, 0, s, params, false), e1.Record(s), s.Sync()); err != nil {
+				if err := errors.Join(e0.Record(s), f.Launch(1, 32, 0, s, params), e1.Record(s), s.Sync()); err != nil {
 					return err
 				}
 				_, err := ElapsedUs(e0, e1)

@@ -53,28 +53,20 @@ int ep_launch(uint64_t function, unsigned grid, unsigned block, unsigned smem, u
                                (CUstream)(uintptr_t)stream, params, NULL);
 }
 
-int ep_launch_cooperative(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream,
-                          void* args) {
-    void* params[1] = {args};
-    return (int)cuLaunchCooperativeKernel((CUfunction)(uintptr_t)function, grid, 1, 1, block, 1, 1, smem,
-                                          (CUstream)(uintptr_t)stream, params);
-}
-
 int ep_occupancy(uint64_t function, unsigned block, unsigned smem, int* blocks) {
     return (int)cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (CUfunction)(uintptr_t)function, (int)block,
                                                             (size_t)smem);
 }
 
 int ep_graph_capture(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args,
-                     int cooperative, uint64_t* exec) {
+                     uint64_t* exec) {
     CUstream s = (CUstream)(uintptr_t)stream;
     CUgraph g = NULL;
     CUgraphExec ge = NULL;
     *exec = 0;
     CUresult r = cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     if (r != CUDA_SUCCESS) return (int)r;
-    CUresult launched = (CUresult)(cooperative ? ep_launch_cooperative(function, grid, block, smem, stream, args)
-                                               : ep_launch(function, grid, block, smem, stream, args));
+    CUresult launched = (CUresult)ep_launch(function, grid, block, smem, stream, args);
     r = cuStreamEndCapture(s, &g);  // ends the capture even after a failed launch
     if (launched != CUDA_SUCCESS) r = launched;
     if (r == CUDA_SUCCESS) r = cuGraphInstantiateWithFlags(&ge, g, 0);

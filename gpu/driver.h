@@ -21,19 +21,14 @@ int ep_module_global(uint64_t module, const char* name, uint64_t* ptr, size_t* b
 // Launches function with a single by-value parameter block at args.
 int ep_launch(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args);
 
-// The same as a cooperative launch: it fails, instead of starting, where
-// the grid cannot be resident at once (for kernels that wait for blocks of
-// their own grid).
-int ep_launch_cooperative(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream,
-                          void* args);
 // How many blocks of function fit on one SM at once.
 int ep_occupancy(uint64_t function, unsigned block, unsigned smem, int* blocks);
 
-// A CUDA graph of that one launch (cooperative or not), captured on stream,
+// A CUDA graph of that one launch, captured on stream,
 // instantiated and uploaded there (the graph itself is released; the
 // executable one stays).
 int ep_graph_capture(uint64_t function, unsigned grid, unsigned block, unsigned smem, uint64_t stream, void* args,
-                     int cooperative, uint64_t* exec);
+                     uint64_t* exec);
 int ep_graph_launch(uint64_t exec, uint64_t stream);
 int ep_graph_destroy(uint64_t exec);
 

@@ -45,7 +45,7 @@ func BenchmarkEmptyKernelCUPTI(b *testing.B) {
 		defer col.Close()
 		grid := dev.Info.SMs
 		pair := func() error {
-			return errors.Join(d.Launch(grid, 512, 0, s, params, false), s.Sync(), c.Launch(grid, 512, 0, s, params, false), s.Sync())
+			return errors.Join(d.Launch(grid, 512, 0, s, params), s.Sync(), c.Launch(grid, 512, 0, s, params), s.Sync())
 		}
 		for range 10 { // warm-up
 			if err := pair(); err != nil {

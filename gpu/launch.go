@@ -120,9 +120,9 @@ func (b *Backend) launch(op int, j int, expect *uint64) error {
 		return fmt.Errorf("routing %d of %d", j, len(b.mem.idx))
 	}
 	l := b.cur
-	f, smem, proto, coop := b.curD, l.DispatchShared, l.Variant.Dispatch, false
+	f, smem, proto := b.curD, l.DispatchShared, l.Variant.Dispatch
 	if op == 1 {
-		f, smem, proto, coop = b.curC, l.CombineShared, l.Variant.Combine, l.CombineWaitsForOwnGrid
+		f, smem, proto = b.curC, l.CombineShared, l.Variant.Combine
 	}
 	if proto == kernels.ProtoFenced {
 		*expect++
@@ -143,9 +143,9 @@ func (b *Backend) launch(op int, j int, expect *uint64) error {
 	b.args.Expect = *expect
 	b.args.Put(b.params.Bytes())
 	if !b.Graphs() || masking {
-		return f.Launch(l.Grid, l.Threads, smem, b.stream, b.params, coop)
+		return f.Launch(l.Grid, l.Threads, smem, b.stream, b.params)
 	}
-	g, err := f.Capture(l.Grid, l.Threads, smem, b.stream, b.params, coop)
+	g, err := f.Capture(l.Grid, l.Threads, smem, b.stream, b.params)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ package gpu
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 )
@@ -83,31 +82,9 @@ func (b *ParamBlock) Free() {
 	}
 }
 
-// Launch enqueues f on s with grid×block threads and the argument block;
-// cooperative, it fails instead where the grid cannot be resident at once
-// (ErrNotResident).
-func (f Function) Launch(grid, block, smem int, s Stream, args *ParamBlock, cooperative bool) error {
-	if cooperative {
-		return resident(grid, check("cuLaunchCooperativeKernel",
-			C.ep_launch_cooperative(C.uint64_t(f), C.uint(grid), C.uint(block), C.uint(smem), s.handle(), args.p)))
-	}
+// Launch enqueues f on s with grid×block threads and the argument block.
+func (f Function) Launch(grid, block, smem int, s Stream, args *ParamBlock) error {
 	return check("cuLaunchKernel", C.ep_launch(C.uint64_t(f), C.uint(grid), C.uint(block), C.uint(smem), s.handle(), args.p))
-}
-
-// ErrNotResident is a cooperative launch of a grid that cannot be resident
-// at once.
-var ErrNotResident = errors.New("the grid cannot be resident on the GPU at once")
-
-// cudaErrorCooperativeLaunchTooLarge is CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE.
-const cudaErrorCooperativeLaunchTooLarge = 720
-
-// resident turns a cooperative launch's too-large error into ErrNotResident.
-func resident(grid int, err error) error {
-	var ce *Error
-	if errors.As(err, &ce) && ce.Code == cudaErrorCooperativeLaunchTooLarge {
-		return fmt.Errorf("%w: %d blocks of a kernel that waits for blocks of its own grid (%v)", ErrNotResident, grid, err)
-	}
-	return err
 }
 
 // Occupancy is how many blocks of f, of block threads and smem bytes of
@@ -124,13 +101,10 @@ type Graph uint64
 // Capture records the launch Launch would make as a CUDA graph on s (the
 // argument block is copied into the graph), instantiates it and uploads it
 // to s.
-func (f Function) Capture(grid, block, smem int, s Stream, args *ParamBlock, cooperative bool) (Graph, error) {
+func (f Function) Capture(grid, block, smem int, s Stream, args *ParamBlock) (Graph, error) {
 	var g C.uint64_t
 	err := check("capturing a CUDA graph", C.ep_graph_capture(C.uint64_t(f), C.uint(grid), C.uint(block), C.uint(smem),
-		s.handle(), args.p, C.int(b01(cooperative)), &g))
-	if cooperative {
-		err = resident(grid, err)
-	}
+		s.handle(), args.p, &g))
 	return Graph(g), err
 }
 

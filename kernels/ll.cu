@@ -19,11 +19,11 @@
 // source side waits for every peer and reduces per token; the own rank's
 // part of its tokens (its partial, or its expert rows) does not pass
 // through memory: the source side reads it from the expert outputs itself
-// while the peers' data lands, so no block waits for another block of its
-// own grid (inline, at one or two tokens, the worker warps compute it: a
-// partial for the same block's source warp through shared memory, the rest
-// through memory as a peer's, polled by the source side). In the lines
-// protocol the partials travel as flagged lines that the source side polls.
+// while the peers' data lands (inline, at one or two tokens, the worker
+// warps of the same block compute it: a partial through shared memory, the
+// rest through memory as a peer's, polled by the source side), so no block
+// waits for another block of its own grid. In the lines protocol the
+// partials travel as flagged lines that the source side polls.
 //
 // Releases (fenced protocol): each block that had work takes a ticket when
 // its stores are issued; the block that takes a call's last ticket makes the
@@ -764,13 +764,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // --- expert side: one warp per received (peer, token, row slice),
     // sources from rank+1 on; fenced, the last block releases the peers.
     // The own rank's tokens: fenced and lines, the source side reads their
-    // own-rank part itself (no block waits for another of its grid);
-    // inline, the worker warps then compute it (the partial of each source
-    // warp's first item handed over in shared memory, the rest written as a
-    // peer's partial or rows are) and the source side waits for it: at one
+    // own-rank part itself; inline, the worker warps of the same block
+    // compute it (an item's expert and source sides share its block, as
+    // both number items across the blocks first: the partial of each source
+    // warp's first item is handed over in shared memory, the rest written as
+    // a peer's partial or rows are) and the source side waits for it: at one
     // or two tokens (where inline is used) the source side's path is then
     // split over two warps, which measured faster than running it in one
-    // (docs/PERF.md, kernels v25 and v26) ---
+    // (docs/PERF.md, kernels v25 and v26). No block waits for another block
+    // of its own grid ---
     const int slices = lines ? (nl + kLinesPerItem - 1) / kLinesPerItem : (vec_per_row + kSliceVecs - 1) / kSliceVecs;
     const int peer_items = (R - 1) * T * slices;
     // Blocks with items take a ticket for the peers' release; block 0 takes

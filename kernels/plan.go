@@ -239,12 +239,6 @@ type Launch struct {
 	DispatchEntry, CombineEntry   string
 	Grid, Threads                 int
 	DispatchShared, CombineShared int // dynamic shared memory, bytes
-	// CombineWaitsForOwnGrid: the combine's blocks wait for other blocks of
-	// its own grid (inline: the own rank's partials or rows, which its
-	// worker warps write as a peer's; fenced and lines combines read them
-	// on the source side instead), so its grid must be resident at once: it
-	// is launched cooperatively, which fails where it cannot be.
-	CombineWaitsForOwnGrid bool
 }
 
 // Launch is the launch of operations of `tokens` ≤ Cfg.Tokens tokens per
@@ -284,7 +278,6 @@ func (p *Plan) Launch(tokens, own int) (Launch, error) {
 	return Launch{
 		Variant: v, DispatchEntry: v.DispatchEntry(own), CombineEntry: CombineKernel,
 		Grid: grid, Threads: ThreadsPerBlock, DispatchShared: DispatchSharedBytes(c.Experts, p.Ranks),
-		CombineWaitsForOwnGrid: v.Combine == ProtoInline,
 	}, nil
 }
 

@@ -148,25 +148,6 @@ func TestLaunchGrid(t *testing.T) {
 	}
 }
 
-// A combine that waits for blocks of its own grid (inline: the own rank's
-// partials or rows) is launched cooperatively; fenced and lines combines
-// do not wait for their own grid.
-func TestCombineWaitsForOwnGrid(t *testing.T) {
-	for _, c := range []struct {
-		proto  config.Protocol
-		tokens int
-		want   bool
-	}{{config.ProtocolAuto, 1, true}, {config.ProtocolAuto, 128, false}, {config.ProtocolFenced, 128, false}, {config.ProtocolFenced, 1, false}, {config.ProtocolLines, 1, false}, {config.ProtocolInline, 8, true}} {
-		l, err := plan(t, func(cfg *config.Config) { cfg.Protocol = c.proto }, Setup{LinesVerified: true}).Launch(c.tokens, c.tokens)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.CombineWaitsForOwnGrid != c.want {
-			t.Errorf("%v at %d tokens (%s): waits for its own grid %v", c.proto, c.tokens, l.Variant, l.CombineWaitsForOwnGrid)
-		}
-	}
-}
-
 // The entries and shared memory of a launch follow its variant and the
 // tokens the rank dispatches; the variant and grid follow the most tokens
 // any rank dispatches, so every rank signals alike.
