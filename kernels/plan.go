@@ -78,7 +78,7 @@ type Area struct{ Off, Size int64 }
 // SymLayout is the symmetric buffer every rank allocates and its peers map
 // (the off_* fields of LLArgs in ll.cuh).
 type SymLayout struct {
-	DispatchSignal Area // uint64 [R] arrival counters per source, then [2] tickets of this rank's blocks
+	DispatchSignal Area // uint64 [R] arrival counters per source, then [2] ticket slots of this rank's blocks (one in use)
 	CombineSignal  Area
 	DispatchRecv   Area // [2, R, T] dispatch messages (header + row), a half per call parity
 	DispatchCounts Area // int2 [2, E]: {selections of each local expert per source rank, epoch}
@@ -305,8 +305,10 @@ func (p *Plan) layout() {
 		next += a.Size
 		return a
 	}
-	// Each signal area: R arrival counters, then two ticket counters of
-	// this rank's own blocks (last_ticket in ll.cu).
+	// Each signal area: R arrival counters, then two ticket slots of this
+	// rank's own blocks (last_ticket in ll.cu); the fenced release's ticket
+	// is the first, the second is unused since kernels v25 (the combine's
+	// own-rank release is gone).
 	l.DispatchSignal = area(8 * (R + 2))
 	l.CombineSignal = area(8 * (R + 2))
 	// The dispatch areas have a half per call parity (docs/DESIGN.md, "Calls

@@ -11,7 +11,7 @@ import (
 // Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu.
 var (
 	DispatchPhases = []string{"start", "sent", "signalled", "sources arrived", "end", "rows sent", "own rows"}
-	CombinePhases  = []string{"start", "peer partials sent", "signalled", "own partials", "ranks arrived", "end", "rows summed"}
+	CombinePhases  = []string{"start", "peer partials sent", "signalled", "inline own parts", "ranks arrived", "end", "rows summed"}
 )
 
 // TraceSummary prints, per phase, the min/avg/max over blocks of the time
