@@ -423,6 +423,10 @@ func (c *Config) check(source map[string]string) error {
 	if err := c.Fault.check(); err != nil {
 		return usageErr("--fault", err.Error())
 	}
+	if c.ValidateEvery > c.Iters {
+		return usageErr("--validate-every", fmt.Sprintf("must not exceed %s, got %d > %d: no timed iteration would be checked",
+			label("num-iters"), c.ValidateEvery, c.Iters))
+	}
 	if (c.Validate || c.ValidateEvery > 0) && c.Hidden < MinValidateHidden {
 		flag := "--validate"
 		if !c.Validate {

@@ -101,6 +101,7 @@ func TestParseErrors(t *testing.T) {
 		// validation needs two 128-channel blocks
 		{[]string{"-V", "-d", "128"}, nil, `--validate: needs --hidden of at least 256, got 128`},
 		{[]string{"--validate-every", "5", "-d", "128"}, nil, `--validate-every: needs --hidden of at least 256, got 128`},
+		{[]string{"--validate-every", "100", "-i", "10"}, nil, `--validate-every: must not exceed --num-iters, got 100 > 10: no timed iteration would be checked`},
 
 		// choices
 		{[]string{"-a", "ht"}, nil, `--algorithm: high-throughput mode is not supported`},
@@ -408,7 +409,7 @@ func TestArgs(t *testing.T) {
 	}, Default().Args())
 
 	full := &Config{
-		Tokens: 4096, Hidden: 16384, TopK: 32, Experts: 32, Warmup: 0, Iters: 1,
+		Tokens: 4096, Hidden: 16384, TopK: 32, Experts: 32, Warmup: 0, Iters: 3,
 		DispatchDtype: DtypeFP8E4M3, CombineMode: RankLocalReduce, NumBlocks: 24,
 		KernelTiming: false, CUPTIRegion: true, Validate: true, ValidateEvery: 3,
 		Seed: 0xFFFFFFFF, Reroute: 5, TimeoutMs: 1, JSONPath: "-weird=name.json",
