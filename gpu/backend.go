@@ -248,10 +248,11 @@ func (b *Backend) Name() string { return string(config.ComputeCUDA) }
 func (b *Backend) Close() error {
 	var errs []error
 	if b.stream.Live() && b.plan != nil && b.plan.GIN {
-		// A kernel held in NCCL's unbounded GIN waits never ends: then the
-		// rest is left to the process's exit, which the driver cleans up.
-		if done, err := b.stream.SyncWithin(GINStallMargin); err != nil || !done {
-			return errors.Join(err, &GINStallError{After: GINStallMargin})
+		// A kernel held in NCCL's unbounded GIN waits never ends, and after
+		// a failed one freeing may wait in NCCL: then the rest is left to
+		// the process's exit, which the driver cleans up.
+		if err := b.waitGIN(); err != nil {
+			return err
 		}
 	}
 	if b.stream.Live() {

@@ -215,6 +215,16 @@ func (e *GINStallError) Error() string {
 func (e *GINStallError) PeerTimeout() bool { return true }
 
 func (b *Backend) syncGIN() error {
+	if err := b.waitGIN(); err != nil {
+		return err
+	}
+	return b.kernelError()
+}
+
+// waitGIN waits for a GIN build's kernels as long as their own bounded
+// waits may take and GINStallMargin more: a CUDA error as itself, a kernel
+// still running after that as a GINStallError.
+func (b *Backend) waitGIN() error {
 	d := b.cfg.Timeout() + GINStallMargin
 	done, err := b.stream.SyncWithin(d)
 	if err != nil {
@@ -223,7 +233,7 @@ func (b *Backend) syncGIN() error {
 	if !done {
 		return &GINStallError{After: d}
 	}
-	return b.kernelError()
+	return nil
 }
 
 // kernelError is what the kernels that ran recorded in their error word.
