@@ -486,15 +486,28 @@ func (c *Config) checkGIN() error {
 	if !c.DisableNVLink {
 		return nil
 	}
-	switch {
-	case c.Transport == TransportIPC:
+	if c.Transport == TransportIPC {
 		return &UsageError{Flag: "--disable-nvlink", Why: "sends every peer through NCCL's GIN, which needs --transport nccl (or auto)"}
-	case c.CombineMode == DirectSend:
-		return &UsageError{Flag: "--disable-nvlink", Why: "the kernels that put through GIN combine with rank_local_reduce only, not direct_send"}
-	case c.Protocol == ProtocolInline || c.Protocol == ProtocolLines:
-		return &UsageError{Flag: "--disable-nvlink", Why: "the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"}
+	}
+	if _, why := c.GINUnsupported(); why != "" {
+		return &UsageError{Flag: "--disable-nvlink", Why: why}
 	}
 	return nil
+}
+
+// GINUnsupported says what of this configuration the kernels that put
+// through NCCL's GIN leave out (direct_send, the inline and lines
+// protocols): the flag that asks for it and why, "" for nothing. The one
+// rule for -n here and for peers outside the NVLink domain in
+// kernels.NewPlan.
+func (c *Config) GINUnsupported() (flag, why string) {
+	switch {
+	case c.CombineMode == DirectSend:
+		return "--combine-mode", "the kernels that put through GIN combine with rank_local_reduce only, not direct_send"
+	case c.Protocol == ProtocolInline || c.Protocol == ProtocolLines:
+		return "--protocol", "the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"
+	}
+	return "", ""
 }
 
 // TransportFor is the transport a job takes: --transport, where auto is

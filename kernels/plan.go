@@ -132,11 +132,11 @@ func NewPlan(s Setup) (*Plan, error) {
 		return nil, fmt.Errorf("kernels: a grid of %d blocks", s.Grid)
 	case c.Layout == config.RankMajor && c.CombineMode == config.DirectSend:
 		return nil, &config.UsageError{Flag: "--combine-mode", Why: "direct_send does not apply to the rank-major layout"}
-	case s.GIN && c.CombineMode == config.DirectSend:
-		return nil, &config.UsageError{Flag: "--combine-mode", Why: "direct_send is not built for peers reached through GIN (-n, or ranks outside the NVLink domain): use rank_local_reduce"}
-	case s.GIN && (c.Protocol == config.ProtocolInline || c.Protocol == config.ProtocolLines):
-		return nil, &config.UsageError{Flag: "--protocol", Why: "peers reached through GIN (-n, or ranks outside the NVLink domain) use the fenced protocol only: use auto or fenced"}
-	case c.Protocol == config.ProtocolLines && !s.LinesVerified:
+	}
+	if flag, why := c.GINUnsupported(); s.GIN && why != "" {
+		return nil, &config.UsageError{Flag: flag, Why: "peers reached through NCCL's GIN (-n, or ranks outside the NVLink domain): " + why}
+	}
+	if c.Protocol == config.ProtocolLines && !s.LinesVerified {
 		return nil, &config.UsageError{Flag: "--protocol", Why: "lines is verified only for ranks sharing one GPU or on GPUs of compute capability " +
 			LinesVerifiedCC + " linked by NVLink (a 128-byte line must arrive whole); use auto, fenced or inline"}
 	}

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/epbench/epbench/config"
@@ -112,6 +113,26 @@ func TestNewPlanRefuses(t *testing.T) {
 	}
 	if _, err := NewPlan(Setup{Cfg: c, Ranks: 2, Grid: 0}); err == nil {
 		t.Error("an empty grid was planned")
+	}
+	// Peers through GIN: what its kernels leave out is refused with the
+	// flag that asks for it, as -n is at flag parsing (config.GINUnsupported).
+	for _, e := range []struct {
+		edit func(*config.Config)
+		flag string
+	}{
+		{func(c *config.Config) { c.CombineMode = config.DirectSend }, "--combine-mode"},
+		{func(c *config.Config) { c.Protocol = config.ProtocolInline }, "--protocol"},
+		{func(c *config.Config) { c.Protocol = config.ProtocolLines }, "--protocol"},
+	} {
+		c = config.Default()
+		e.edit(c)
+		_, err := NewPlan(Setup{Cfg: c, Ranks: 2, Grid: 132, GIN: true, LinesVerified: true})
+		if !errors.As(err, &ue) || ue.Flag != e.flag || !strings.Contains(ue.Why, "GIN") {
+			t.Errorf("GIN peers with %s refused as %v, want a usage error of %s naming GIN", e.flag, err, e.flag)
+		}
+	}
+	if _, err := NewPlan(Setup{Cfg: config.Default(), Ranks: 2, Grid: 132, GIN: true}); err != nil {
+		t.Errorf("GIN peers with the defaults: %v", err)
 	}
 }
 
