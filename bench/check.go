@@ -47,7 +47,7 @@ func (e *ValidationError) Error() string {
 // (--validate-every): outside the marks and the kernel timing windows, with
 // the garbage collector on (the outputs are copied to the host). The verdict
 // is agreed on across ranks before anyone acts on it, so all stop together.
-func (r *Run) soakCheck(j, after int, more bool) error {
+func (r *Run) soakCheck(j, after int) error {
 	r.kernel.stop()
 	debug.SetGCPercent(r.gcPercent)
 	c, err := r.checkPair(j)
@@ -56,7 +56,7 @@ func (r *Run) soakCheck(j, after int, more bool) error {
 	}
 	runtime.GC()
 	debug.SetGCPercent(-1)
-	if more {
+	if after < r.Cfg.Iters { // timed pairs follow
 		r.kernel.start() // a failure leaves the kernel timing unusable, not the run
 	}
 	// Agreeing is a barrier too: the ranks leave it together for the next
@@ -96,14 +96,11 @@ func (r *Run) checkPair(j int) (Check, error) {
 	if err := r.barrier.Wait("barrier after a validated pair"); err != nil {
 		return Check{}, err
 	}
-	snap, err := b.Snapshot()
-	if err == nil {
-		err = b.Generation(0)
-	}
+	p, err := r.endValidated(j, 0)
 	if err != nil {
-		return Check{}, fmt.Errorf("reading outputs: %w", err)
+		return Check{}, err
 	}
-	return r.check(snap, j, r.gen)
+	return r.check(p.snap, p.j, p.gen)
 }
 
 // check validates the outputs a snapshot holds: those of a pair of routing

@@ -274,7 +274,7 @@ func (r *Run) timed(m *Measurement, routings int) error {
 		h.stamp(i, 5)
 		r.kernel.pairs++
 		if n := r.Cfg.ValidateEvery; n > 0 && (i+1)%n == 0 {
-			if err := r.soakCheck(j, i+1, i+1 < r.Cfg.Iters); err != nil {
+			if err := r.soakCheck(j, i+1); err != nil {
 				return err
 			}
 		}
@@ -369,11 +369,11 @@ func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 		return err
 	}
 	if len(failed) > 0 {
-		ve := &ValidationError{Ranks: append([]int(nil), failed...)}
-		if first != nil {
-			ve.After, ve.Detail = first.After, first.Detail
+		if first == nil { // only other ranks failed
+			first = &ValidationError{}
 		}
-		return ve
+		first.Ranks = append([]int(nil), failed...)
+		return first
 	}
 	return nil
 }
