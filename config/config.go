@@ -514,10 +514,13 @@ func (c *Config) GINUnsupported() (flag, why string) {
 // CUDA IPC when every rank is on one node (sameNode) and NCCL otherwise or
 // with -n.
 func (c *Config) TransportFor(sameNode bool) Transport {
-	if c.DisableNVLink && c.Transport == TransportAuto {
-		return TransportNCCL
+	switch {
+	case c.Transport != TransportAuto:
+		return c.Transport
+	case sameNode && !c.DisableNVLink:
+		return TransportIPC
 	}
-	return c.Transport.Resolve(sameNode)
+	return TransportNCCL
 }
 
 func checkRanks(ranks int, ranksLabel string, experts int, expertsLabel string) error {

@@ -581,7 +581,7 @@ func TestProtocolNamesRoundTrip(t *testing.T) {
 	equal(t, "Protocol(9)", Protocol(9).String())
 }
 
-func TestTransportResolve(t *testing.T) {
+func TestTransportFor(t *testing.T) {
 	for _, c := range []struct {
 		flag     Transport
 		sameNode bool
@@ -594,7 +594,7 @@ func TestTransportResolve(t *testing.T) {
 		{TransportNCCL, true, TransportNCCL},
 		{TransportNCCL, false, TransportNCCL},
 	} {
-		equal(t, c.want, c.flag.Resolve(c.sameNode), c.flag, c.sameNode)
+		equal(t, c.want, (&Config{Transport: c.flag}).TransportFor(c.sameNode), c.flag, c.sameNode)
 	}
 	for _, s := range []string{"auto", "ipc", "nccl"} {
 		c, err := Parse([]string{"--transport", s}, nil)

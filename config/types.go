@@ -249,18 +249,6 @@ func (t Transport) String() string {
 	return "Transport(" + strconv.Itoa(int(t)) + ")"
 }
 
-// Resolve is the transport a job takes: auto is IPC when every rank runs
-// on one node (sameNode), NCCL otherwise.
-func (t Transport) Resolve(sameNode bool) Transport {
-	if t != TransportAuto {
-		return t
-	}
-	if sameNode {
-		return TransportIPC
-	}
-	return TransportNCCL
-}
-
 func parseTransport(s string) (Transport, error) {
 	for t, name := range transportNames {
 		if s == name {
