@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/epbench/epbench/internal/ranklist"
 )
 
 // An exchange among the active ranks of a communicator, for elastic EP
@@ -65,7 +67,7 @@ func (x *Exchange) AlltoallvActive(send []byte, sendCounts, sendDispls []int, re
 	}
 	pending, err := WaitDeadline(sends, time.Now().Add(100*time.Millisecond))
 	if err != nil && !errors.Is(err, ErrDeadlineExceeded) {
-		return missing, fmt.Errorf("the sends to ranks %v: %w", missing, err)
+		return missing, fmt.Errorf("the sends to %s: %w", ranklist.String(missing), err)
 	}
 	if len(pending) > 0 {
 		return missing, fmt.Errorf("rank %d: %w", missing[pending[0]], ErrGaveUpSend)
