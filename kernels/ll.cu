@@ -19,10 +19,11 @@
 // source side waits for every peer and reduces per token; the own rank's
 // part of its tokens (its partial, or its expert rows) does not pass
 // through memory: the source side reads it from the expert outputs itself
-// while the peers' data lands (inline, at one or two tokens, the worker
-// warps of the same block compute it: a partial through shared memory, the
-// rest through memory as a peer's, polled by the source side), so no block
-// waits for another block of its own grid. In the lines protocol the
+// (lines: while the peers' lines land; fenced: once their release is in).
+// Inline (the fewest tokens) has the worker warps of the same block compute
+// it: a partial through shared memory, the rest through memory as a peer's,
+// polled by the source side. So no block waits for another block of its own
+// grid. In the lines protocol the
 // partials travel as flagged lines that the source side polls.
 //
 // Releases (fenced protocol): each block that had work takes a ticket when
@@ -766,10 +767,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // The own rank's tokens: fenced and lines, the source side reads their
     // own-rank part itself; inline, the worker warps of the same block
     // compute it (an item's expert and source sides share its block, as
-    // both number items across the blocks first: the partial of each source
-    // warp's first item is handed over in shared memory, the rest written as
-    // a peer's partial or rows are) and the source side waits for it: at one
-    // or two tokens (where inline is used) the source side's path is then
+    // both number items across the blocks first: the partial of the first
+    // item of source warps 0..kWarps-2 is handed over in shared memory, the
+    // rest written as a peer's partial or rows are) and the source side
+    // waits for it: at the few tokens where inline is used (auto: up to
+    // 32 KB of rows, plan.go; two tokens at hidden 7168) the source side's path is then
     // split over two warps, which measured faster than running it in one
     // (docs/PERF.md, kernels v25 and v26). No block waits for another block
     // of its own grid ---

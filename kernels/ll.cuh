@@ -29,7 +29,7 @@ struct LLArgs {
     const int* tokens_of;      // [R] the tokens each rank dispatches (-l, -N), or null: every rank `tokens`
     int* active;               // -T: null, or [R] the mask of active ranks (1 active, 0 masked; bound_reached)
     uint64_t* trace;           // null, or [grid, kTracePoints] globaltimer stamps of this call's phases
-    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then [2] tickets
+    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then [2] ticket slots (the first used)
     uint64_t off_combine_signal;
     uint64_t off_dispatch_recv;    // [2, R, T] dispatch messages (header + row) per call parity, source rank and token
     uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
@@ -37,7 +37,7 @@ struct LLArgs {
     uint64_t off_inline_dispatch;  // inline and lines protocols: [2, R, T] slots of units (inline_slot_units)
     uint64_t off_inline_counts;    // inline and lines protocols: [2, R, L] units
     uint64_t off_inline_combine;   // inline: [max(T*K, R*T)] rows of H/4 units; lines: rows of lines ([R*T], direct_send [T*K])
-    uint64_t expect;           // every source's arrival count once this call's release is in: the call number
+    uint64_t expect;           // every source's arrival count once this call's release is in: the number of fenced calls
     uint64_t timeout_ns;       // bound of every spin-wait
     uint64_t* clock;           // null, or the device clock (kClockWords): epoch and expect come from there
     uint64_t jitter_ns;        // 0, or the most a kernel waits before it starts (--jitter-us; testing)

@@ -79,6 +79,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // the path after the spread one's return unreachable in the spread entry.
     bool spread = EPBENCH_SPREAD != 0;
     if (t0 < t1 && !spread) load_x(t0);
+    // The first token's routing, for its header: the fenced send loop loads
+    // the next tokens' over tok_e and tok_w.
+    const int64_t first_e = tok_e;
+    const float first_w = tok_w;
     for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
 
     // Destinations of a token (warp 0, lane k holding its k-th expert): the
@@ -245,19 +249,31 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
     }
 
+    // The current token's own-rank rows into own_rows and nown, from each
+    // lane's selection: `mine` (on this rank) and its row in recv (rank-major:
+    // the token's slot, the same in every such lane). Warp-collective.
+    auto keep_own = [&](bool mine, int64_t row) {
+        const unsigned mines = __ballot_sync(0xffffffffu, mine);
+        if (rm) {  // one slot per token
+            if (mine && lane == __ffs(mines) - 1) own_rows[0] = row;
+        } else if (mine) {
+            own_rows[__popc(mines & ((1u << lane) - 1u))] = row;
+        }
+        if (lane == 0) nown = rm ? mines != 0 : __popc(mines);
+    };
     // --- the headers (warp 0), with the row of every selection in its
     // expert's rows from here (tokens in order); `held`: the selections are
-    // tok_e and tok_w (load_x's). Lines, and the fenced path's first token:
-    // also the token's own-rank rows (own_rows, nown), which the send pass
-    // (lines) or the workers (fenced) write ---
-    auto headers_of = [&](int t, bool held) {
+    // he and hw, loaded by load_x. Lines, and the non-spread fenced path's
+    // first token: also the token's own-rank rows (own_rows, nown), which the
+    // send pass (lines) or the workers (fenced) write ---
+    auto headers_of = [&](int t, bool held, int64_t he, float hw) {
         // Experts within a token are distinct, so the lanes of one token
         // never share a counter.
         int64_t e = -1;
         float w = 0.f;
         if (held) {
-            e = tok_e;
-            w = tok_w;
+            e = he;
+            w = hw;
         } else if (lane < K) {
             e = __ldg(a.topk_idx + (int64_t)t * K + lane);
             w = __ldg(a.topk_w + (int64_t)t * K + lane);
@@ -287,16 +303,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             a.src_info[(e - lo) * rows_per_expert + p] = t;
             a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
         }
-        if (lines || (!spread && t == t0)) {
-            const bool mine = q >= 0 && direct_self(a, q);
-            const unsigned mines = __ballot_sync(0xffffffffu, mine);
-            if (rm) {  // one slot per token
-                if (mine && lane == __ffs(mines) - 1) own_rows[0] = (int64_t)a.rank * T + p;
-            } else if (mine) {
-                own_rows[__popc(mines & ((1u << lane) - 1u))] = (e - lo) * rows_per_expert + p;
-            }
-            if (lane == 0) nown = rm ? mines != 0 : __popc(mines);
-        }
+        if (lines || (!spread && t == t0))
+            keep_own(q >= 0 && direct_self(a, q), rm ? (int64_t)a.rank * T + p : (e - lo) * rows_per_expert + p);
         __syncwarp();
         if (lines) {
             // The header to every peer; `present` tells whether the row comes.
@@ -354,7 +362,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         __syncwarp();  // dests is rewritten for the next token
     };
     if (warp == 0 && !lines)
-        for (int t = t0; t < t1; t++) headers_of(t, false);
+        for (int t = t0; t < t1; t++) headers_of(t, !spread && t == t0, first_e, first_w);
     // Spread: the workers write the own rank's rows meanwhile, spread like
     // the sends (group c of the rows by block c % grid, from the L1 that
     // holds it), at rows counted here: a selection's row among its expert's
@@ -419,7 +427,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // (the row read once, from the L1 that load_x filled, by all sixteen
     // warps).
     for (int t = t0; lines && t < t1; t++) {
-        if (warp == 0) headers_of(t, true);
+        if (warp == 0) headers_of(t, true, tok_e, tok_w);
         if (a.fp8) {
 #pragma unroll
             for (int u = 0; u < kMaxVecPerThread; u++) {
@@ -529,14 +537,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             int64_t e = -1;
             if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
             const bool mine = e >= lo && e < hi;
-            const unsigned mines = __ballot_sync(0xffffffffu, mine);
             const int pos = mine ? a.row_pos[((int64_t)a.rank * T + t) * K + lane] : 0;
-            if (rm) {  // one slot per token
-                if (mine && lane == __ffs(mines) - 1) own_rows[0] = pos;
-            } else if (mine) {
-                own_rows[__popc(mines & ((1u << lane) - 1u))] = (e - lo) * rows_per_expert + pos;
-            }
-            if (lane == 0) nown = rm ? mines != 0 : __popc(mines);
+            keep_own(mine, rm ? (int64_t)pos : (e - lo) * rows_per_expert + pos);  // rank-major: pos is the slot
         }
         workers_sync();
         const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
@@ -729,26 +731,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             }
             for (unsigned mm = mines; mm; mm &= mm - 1) {
                 const int64_t r = __shfl_sync(0xffffffffu, row, __ffs(mm) - 1);
-                uint64_t* dst = reinterpret_cast<uint64_t*>(recv + r * rb);
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
                     const int ln = c * 16 + 4 * q + lane / 8;
-                    if (ln >= nrl) continue;
-                    const int w = line_word(ln);
-                    if (w < 0) continue;
-                    const uint4 val = make_uint4((uint32_t)w0[q], (uint32_t)(w0[q] >> 32), (uint32_t)w1[q],
-                                                 (uint32_t)(w1[q] >> 32));
-                    if (!a.fp8) {
-                        if (w < H / 4) reinterpret_cast<uint4*>(dst)[w / 2] = val;
-                    } else if (w < H / 8) {
-                        reinterpret_cast<uint4*>(dst)[w / 2] = val;
-                    } else {
-                        const int g = 2 * (w - H / 8);
-                        const uint32_t sc[4] = {val.x, val.y, val.z, val.w};
-#pragma unroll
-                        for (int j = 0; j < 4; j++)
-                            if (g + j < groups) a.recv_scales[r * groups + g + j] = __uint_as_float(sc[j]);
-                    }
+                    const int w = ln < nrl ? line_word(ln) : -1;
+                    if (w >= 0) put_line_words(r, w, w0[q], w1[q]);
                 }
             }
         }
