@@ -46,6 +46,31 @@ func TestRMAPluginBuilds(t *testing.T) {
 	t.Fatalf("%s does not export ncclRmaPlugin_v14; nm -D --defined-only:\n%s", out, syms)
 }
 
+// TestRMAPluginDeregRunsQueuedPuts runs testdata/rmaipc/dereg_check.c: the
+// plugin built with a host-memory stand-in for the CUDA driver calls it
+// makes, one rank, an unsignalled put held back in the plugin's queue when
+// its destination window is deregistered (as NCCL may do on abort, before it
+// stops polling). The put must run at deregistration, while the window is
+// registered, and never afterwards into the freed window (which crashes the
+// check).
+func TestRMAPluginDeregRunsQueuedPuts(t *testing.T) {
+	home := cudaHomeFromCgo(t)
+	bin := filepath.Join(t.TempDir(), "dereg_check")
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	build := exec.Command(cc, "-O2", "-Wall", "-Wextra", "-Werror", "-I"+filepath.Join(home, "include"),
+		filepath.Join("testdata", "rmaipc", "dereg_check.c"), "-o", bin, "-lpthread")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(build.Args, " "), err, out)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil || string(out) != "ok\n" {
+		t.Fatalf("dereg_check: %v\n%s", err, out)
+	}
+}
+
 // cudaHomeFromCgo returns the CUDA tree of the first -I directory in
 // CGO_CFLAGS that holds cuda.h with the link stub beside it
 // (../lib64/stubs/libcuda.so), as the Makefile sets them up. It skips the

@@ -35,6 +35,9 @@
  *    sends a VA signal after its put (the plugin cannot tell which queued put
  *    such a signal is bundled with, so it runs them all).
  *  - A weak signal that carries its own put leaves the queue alone.
+ *  - Deregistering a window first runs every queue holding a put into or
+ *    out of it, so no queued put outlives its window (NCCL may deregister
+ *    before it stops polling, on abort). dereg_check.c checks it on the CPU.
  *  - Only signals into windows (VA signals) work across ranks: NCCL allocates
  *    its indexed-signal buffer without an exportable handle, so a peer's one
  *    cannot be mapped here; such a signal fails with a warning (so does
@@ -193,6 +196,7 @@ struct coll { /* the connected group */
   int retained; /* cuctx is a primary context this plugin retained */
   int nregs;
   struct reg* regs;
+  struct rmaCtx* ctxs; /* the live contexts, whose queued puts deregistration runs first */
   pthread_mutex_t lock; /* data path (progress thread) against the user thread */
 };
 
@@ -209,6 +213,7 @@ struct pendingPut {
   struct pendingPut* older;
   CUdeviceptr dst, src;
   size_t size;
+  struct reg *dreg, *sreg; /* the registrations dst and src lie in */
   struct request* req;
 };
 
@@ -237,6 +242,8 @@ struct rmaCtx {
   uint64_t trace, traced; /* EPBENCH_RMA_TRACE: log the first `trace` data-path calls */
   uint64_t stallAfter, calls; /* EPBENCH_RMA_STALL_AFTER: puts before the plugin stops */
   struct request* live;
+  struct rmaCtx *prevCtx, *nextCtx; /* the coll's live contexts (cc->ctxs) */
+  int linked;                       /* in cc->ctxs (a context whose creation failed never is) */
 };
 
 /* ---- Sockets ---- */
@@ -539,7 +546,7 @@ static rmaResult rmaRegMrSym(void* collComm, void* data, size_t size, int type, 
   rmaResult local = OK, res = OK;
   int myFd = -1;
   if (type == PTR_CUDA && (local = captureCuda(cc, data)) == OK) {
-    CUdeviceptr base;
+    CUdeviceptr base = 0;
     CUmemGenericAllocationHandle h;
     if ((local = CUCALL(cuMemGetAddressRange(&base, &mine.allocSize, (CUdeviceptr)(uintptr_t)data))) == OK) {
       mine.offset = (uint64_t)((CUdeviceptr)(uintptr_t)data - base);
@@ -598,25 +605,47 @@ static rmaResult rmaRegMrSymDmaBuf(void* collComm, void* data, size_t size, int 
   return ERR_USAGE;
 }
 
-/* Local only: drops this rank's mappings of the peers' regions. */
+static rmaResult runQueue(struct rmaCtx* rc, int c, uint32_t rank);
+
+/* Whether a put queued in q reads or writes registration r. */
+static bool queueUses(const struct queue* q, const struct reg* r) {
+  for (const struct pendingPut* p = q->newest; p; p = p->older)
+    if (p->dreg == r || p->sreg == r) return true;
+  return false;
+}
+
+/* Local only: drops this rank's mappings of the peers' regions. A put still
+ * queued against the registration runs first (with the rest of its queue),
+ * while the memory it names is mapped and registered: NCCL may deregister a
+ * window (and then free it) before it stops polling the requests, on abort
+ * or when a device communicator goes first. */
 static rmaResult rmaDeregMrSym(void* collComm, void* mhandle) {
   struct coll* cc = collComm;
   struct reg* r = mhandle;
   if (!r) return OK;
+  CUcontext prev = NULL;
+  (void)cuCtxGetCurrent(&prev);
   pthread_mutex_lock(&cc->lock);
   if (r->prev) r->prev->next = r->next;
   else cc->regs = r->next;
   if (r->next) r->next->prev = r->prev;
-  pthread_mutex_unlock(&cc->lock);
-  CUcontext prev = NULL;
-  (void)cuCtxGetCurrent(&prev);
-  if (cc->cuctx && CUCALL(cuCtxSetCurrent(cc->cuctx)) == OK) {
+  rmaResult res = OK;
+  if (cc->cuctx && (res = CUCALL(cuCtxSetCurrent(cc->cuctx))) == OK) {
+    for (struct rmaCtx* rc = cc->ctxs; rc; rc = rc->nextCtx)
+      for (int c = 0; c < rc->nContexts; c++)
+        for (int p = 0; p < cc->nranks; p++) {
+          if (!queueUses(&rc->context[c].q[p], r)) continue;
+          rmaResult e = runQueue(rc, c, (uint32_t)p);
+          if (e == ERR_CUDA) rc->failed = 1;
+          if (res == OK) res = e;
+        }
     unmapPeers(r, cc->nranks, cc->rank);
-    (void)cuCtxSetCurrent(prev);
   }
+  pthread_mutex_unlock(&cc->lock);
+  (void)cuCtxSetCurrent(prev);
   free(r->peer);
   free(r);
-  return OK;
+  return res;
 }
 
 /* ---- Contexts and requests ---- */
@@ -660,6 +689,12 @@ static rmaResult rmaCreateContext(void* collComm, struct rmaConfig* cfg, void** 
     if (res == OK && !(rc->context[c].q = calloc((size_t)cc->nranks, sizeof(struct queue)))) res = ERR_SYSTEM;
   }
   if (res != OK) return rmaDestroyContext(rc), res;
+  pthread_mutex_lock(&cc->lock);
+  rc->nextCtx = cc->ctxs;
+  if (cc->ctxs) cc->ctxs->prevCtx = rc;
+  cc->ctxs = rc;
+  rc->linked = 1;
+  pthread_mutex_unlock(&cc->lock);
   INFO("rank %d: %d contexts; puts without a signal wait %llu progress passes and run newest first", cc->rank,
        rc->nContexts, (unsigned long long)rc->delay);
   *rmaCtx = rc;
@@ -813,7 +848,8 @@ static rmaResult rmaIput(void* rmaCtx, int context, uint64_t srcOff, void* srcMh
   struct pendingPut* p = malloc(sizeof *p);
   struct request* req = p ? newRequest(rc) : NULL;
   if (!req) return free(p), unlockData(rc, ERR_SYSTEM);
-  *p = (struct pendingPut){.older = q->newest, .dst = to, .src = from, .size = size, .req = req};
+  *p = (struct pendingPut){.older = q->newest, .dst = to, .src = from, .size = size, .dreg = dstMhandle,
+                           .sreg = srcMhandle, .req = req};
   if (!q->newest) q->since = rc->passes;
   q->newest = p;
   *request = p->req;
@@ -910,6 +946,11 @@ static rmaResult rmaDestroyContext(void* rmaCtx) {
   CUcontext prev = NULL;
   (void)cuCtxGetCurrent(&prev);
   pthread_mutex_lock(&cc->lock);
+  if (rc->linked) {
+    if (rc->prevCtx) rc->prevCtx->nextCtx = rc->nextCtx;
+    else cc->ctxs = rc->nextCtx;
+    if (rc->nextCtx) rc->nextCtx->prevCtx = rc->prevCtx;
+  }
   rmaResult res = enterCuda(cc);
   for (int c = 0; c < rc->nContexts; c++) {
     struct context* x = &rc->context[c];
