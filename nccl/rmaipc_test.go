@@ -46,28 +46,29 @@ func TestRMAPluginBuilds(t *testing.T) {
 	t.Fatalf("%s does not export ncclRmaPlugin_v14; nm -D --defined-only:\n%s", out, syms)
 }
 
-// TestRMAPluginDeregRunsQueuedPuts runs testdata/rmaipc/dereg_check.c: the
-// plugin built with a host-memory stand-in for the CUDA driver calls it
-// makes, one rank, an unsignalled put held back in the plugin's queue when
-// its destination window is deregistered (as NCCL may do on abort, before it
-// stops polling). The put must run at deregistration, while the window is
-// registered, and never afterwards into the freed window (which crashes the
-// check).
-func TestRMAPluginDeregRunsQueuedPuts(t *testing.T) {
+// TestRMAPluginBehaviours runs testdata/rmaipc/plugin_check.c: the plugin
+// built with a host-memory stand-in for the CUDA driver calls it makes, one
+// rank putting to itself. It checks the behaviours the kernels' ordering is
+// tested against (an unsignalled put held back for exactly the delay's
+// progress passes, held puts run newest first, run before a strong signal or
+// a signal without data and not before a weak signal with its own put), and
+// that deregistering a window runs the puts held against it, so that none
+// runs into it after its owner freed it (which crashes the check).
+func TestRMAPluginBehaviours(t *testing.T) {
 	home := cudaHomeFromCgo(t)
-	bin := filepath.Join(t.TempDir(), "dereg_check")
+	bin := filepath.Join(t.TempDir(), "plugin_check")
 	cc := os.Getenv("CC")
 	if cc == "" {
 		cc = "cc"
 	}
 	build := exec.Command(cc, "-O2", "-Wall", "-Wextra", "-Werror", "-I"+filepath.Join(home, "include"),
-		filepath.Join("testdata", "rmaipc", "dereg_check.c"), "-o", bin, "-lpthread")
+		filepath.Join("testdata", "rmaipc", "plugin_check.c"), "-o", bin, "-lpthread")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(build.Args, " "), err, out)
 	}
 	out, err := exec.Command(bin).CombinedOutput()
 	if err != nil || string(out) != "ok\n" {
-		t.Fatalf("dereg_check: %v\n%s", err, out)
+		t.Fatalf("plugin_check: %v\n%s", err, out)
 	}
 }
 

@@ -37,7 +37,8 @@
  *  - A weak signal that carries its own put leaves the queue alone.
  *  - Deregistering a window first runs every queue holding a put into or
  *    out of it, so no queued put outlives its window (NCCL may deregister
- *    before it stops polling, on abort). dereg_check.c checks it on the CPU.
+ *    before it stops polling, on abort).
+ *  plugin_check.c checks these behaviours on the CPU.
  *  - Only signals into windows (VA signals) work across ranks: NCCL allocates
  *    its indexed-signal buffer without an exportable handle, so a peer's one
  *    cannot be mapped here; such a signal fails with a warning (so does

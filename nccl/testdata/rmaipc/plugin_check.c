@@ -2,17 +2,19 @@
  * A CPU check of the RMA plugin (rmaipc.c) without a GPU: the plugin is built
  * into this program together with a stand-in for the few CUDA driver calls it
  * makes, in which "device memory" is host memory and every copy is done at
- * once. One rank (no peers, so no sockets are exchanged) registers a source
- * and a destination window, queues an unsignalled put between them (the
- * plugin holds such puts back), and deregisters the destination while the put
- * is still queued, as NCCL may on abort or when a device communicator goes
- * first. The plugin must run the put then, while the window is registered;
- * the check then unmaps the window's pages (as its owner would free it) and
- * drives the progress passes that would have run the put later.
+ * once. One rank (no peers, so no sockets are exchanged; every put goes to
+ * itself) checks the plugin's deliberate behaviours, the ones the kernels'
+ * ordering is tested against: an unsignalled put is held back for exactly
+ * EPBENCH_RMA_DELAY_PASSES progress passes; held puts run newest first; a
+ * strong signal, and a signal without data, run the held puts first, a weak
+ * signal with its own put does not; deregistering a window runs the held puts
+ * into it while it is registered (NCCL may deregister before it stops
+ * polling), so that none runs into it once its owner has freed it (the check
+ * unmaps its pages and drives the passes that would have run the put).
  *
- * Prints "ok" and exits 0 when the plugin behaves; otherwise prints what went
- * wrong and exits 1 (a put run into the freed window crashes the program).
- * nccl/rmaipc_test.go builds and runs it.
+ * Prints "ok" and exits 0 when the plugin behaves; otherwise prints the first
+ * check that failed and exits 1 (a put run into the freed window crashes the
+ * program). nccl/rmaipc_test.go builds and runs it.
  */
 #include "rmaipc.c"
 
@@ -164,44 +166,82 @@ CUresult CUDAAPI streamWrite64(CUstream stream, CUdeviceptr addr, cuuint64_t val
     return 1;                                                                                                 \
   } while (0)
 
+static const struct rmaPluginV14* pl = &ncclRmaPlugin_v14;
+static void *cc, *rc;
+
+/* Whether request q is done (false on an error); a done request is freed. */
+static bool isDone(void* q) {
+  int done = -1;
+  return pl->test(cc, q, &done) == OK && done == 1;
+}
+
+static unsigned char* at(CUdeviceptr p, size_t off) { return (unsigned char*)(uintptr_t)p + off; }
+
 int main(void) {
   const size_t bytes = 1 << 16, put = 4096;
-  const struct rmaPluginV14* pl = &ncclRmaPlugin_v14;
-  void *ctx = NULL, *lc = NULL, *cc = NULL, *rc = NULL, *sreg = NULL, *dreg = NULL, *req = NULL;
+  void *ctx = NULL, *lc = NULL, *sreg = NULL, *dreg = NULL, *wreg = NULL, *q1 = NULL, *q2 = NULL, *qs = NULL;
   char handle[HANDLE_BYTES] = {0};
   void* handles[1] = {handle};
   if (pl->init(&ctx, 1, NULL) != OK || pl->listen(ctx, 0, handle, &lc) != OK ||
       pl->connect(ctx, handles, 1, 0, lc, &cc) != OK)
     FAIL("set-up of one rank");
-  CUdeviceptr src = fakeAlloc(bytes), dst = fakeAlloc(bytes);
-  if (!src || !dst) FAIL("allocation");
-  for (size_t i = 0; i < bytes; i++) ((unsigned char*)(uintptr_t)src)[i] = (unsigned char)(i * 7 + 1);
+  CUdeviceptr src = fakeAlloc(bytes), dst = fakeAlloc(bytes), win = fakeAlloc(bytes);
+  if (!src || !dst || !win) FAIL("allocation");
+  for (size_t i = 0; i < bytes; i++) *at(src, i) = (unsigned char)(i * 7 + 1);
   if (pl->regMrSym(cc, (void*)(uintptr_t)src, bytes, PTR_CUDA, 0, &sreg) != OK ||
-      pl->regMrSym(cc, (void*)(uintptr_t)dst, bytes, PTR_CUDA, 0, &dreg) != OK)
+      pl->regMrSym(cc, (void*)(uintptr_t)dst, bytes, PTR_CUDA, 0, &dreg) != OK ||
+      pl->regMrSym(cc, (void*)(uintptr_t)win, bytes, PTR_CUDA, 0, &wreg) != OK)
     FAIL("registration");
   struct rmaConfig cfg = {.nContexts = 1};
   if (pl->createContext(cc, &cfg, &rc) != OK) FAIL("context");
+  const uint64_t delay = ((struct rmaCtx*)rc)->delay;
+  if (delay != 50) FAIL("the default delay is %llu passes, not 50", (unsigned long long)delay);
 
-  /* An unsignalled put is held back: not done, nothing written yet. */
-  if (pl->iput(rc, 0, 256, sreg, put, 512, dreg, 0, &req) != OK || !req) FAIL("iput");
-  int done = -1;
-  if (pl->test(cc, req, &done) != OK || done) FAIL("the queued put is done before any progress pass");
-  if (((unsigned char*)(uintptr_t)dst)[512] != 0) FAIL("the queued put was written before any progress pass");
+  /* Held back for exactly `delay` passes, then done with its data. */
+  if (pl->iput(rc, 0, 0, sreg, put, 0, dreg, 0, &q1) != OK || !q1) FAIL("iput");
+  for (uint64_t i = 1; i < delay; i++)
+    if (pl->rmaProgress(rc) != OK) FAIL("progress pass %llu", (unsigned long long)i);
+  if (*at(dst, 0) != 0) FAIL("a held put ran before %llu passes", (unsigned long long)delay);
+  if (pl->rmaProgress(rc) != OK || !isDone(q1) || memcmp(at(dst, 0), at(src, 0), put) != 0)
+    FAIL("a held put did not run at its %lluth pass", (unsigned long long)delay);
 
-  /* Deregistering its window runs it, while the window is still there. */
+  /* Newest first: two puts into the same place end with the older's data. */
+  if (pl->iput(rc, 0, 1000, sreg, put, 8192, dreg, 0, &q1) != OK || pl->iput(rc, 0, 3000, sreg, put, 8192, dreg, 0, &q2) != OK)
+    FAIL("iput");
+  /* A weak signal with its own put leaves them held. */
+  if (pl->iputSignal(rc, 0, 5000, sreg, 64, 20000, dreg, 0, 0, wreg, 5, SIGNAL_ADD, false, &qs) != OK)
+    FAIL("iputSignal (weak)");
+  if (memcmp(at(dst, 20000), at(src, 5000), 64) != 0 || *(uint64_t*)at(win, 0) != 5)
+    FAIL("a weak signal's own put or its signal did not land at once");
+  if (*at(dst, 8192) != 0) FAIL("a weak signal with its own put ran the held puts");
+  /* A strong one (with its own put) runs them first. */
+  if (pl->iputSignal(rc, 0, 6000, sreg, 64, 24000, dreg, 0, 0, wreg, 1, SIGNAL_INC, true, &qs) != OK)
+    FAIL("iputSignal (strong)");
+  if (!isDone(q1) || !isDone(q2)) FAIL("a strong signal left held puts not done");
+  if (memcmp(at(dst, 24000), at(src, 6000), 64) != 0) FAIL("a strong signal's own put did not land at once");
+  if (memcmp(at(dst, 8192), at(src, 1000), put) != 0) FAIL("held puts did not run newest first");
+  if (*(uint64_t*)at(win, 0) != 6) FAIL("the strong signal did not add one");
+  /* A signal without data (how NCCL sends a window signal after its put) runs them too. */
+  if (pl->iput(rc, 0, 2000, sreg, put, 16384, dreg, 0, &q1) != OK) FAIL("iput");
+  if (pl->iputSignal(rc, 0, 0, NULL, 0, 0, NULL, 0, 8, wreg, 3, SIGNAL_ADD, false, &qs) != OK)
+    FAIL("iputSignal (no data)");
+  if (!isDone(q1) || memcmp(at(dst, 16384), at(src, 2000), put) != 0 || *(uint64_t*)at(win, 8) != 3)
+    FAIL("a signal without data did not run the held put before it");
+
+  /* Deregistering a window runs the puts held against it, while it is there. */
+  if (pl->iput(rc, 0, 256, sreg, put, 512 + 32768, dreg, 0, &q1) != OK || isDone(q1)) FAIL("iput");
   if (pl->deregMrSym(cc, dreg) != OK) FAIL("deregMrSym");
-  if (memcmp((void*)(uintptr_t)(dst + 512), (void*)(uintptr_t)(src + 256), put) != 0)
+  if (memcmp(at(dst, 512 + 32768), at(src, 256), put) != 0)
     FAIL("deregistration left the put queued against the window unrun");
-  if (pl->test(cc, req, &done) != OK || !done) FAIL("the put run at deregistration is not done");
-
-  /* Its owner frees the window; the progress passes that would have run the
-   * put later must find nothing to do. */
+  if (!isDone(q1)) FAIL("the put run at deregistration is not done");
+  /* Its owner frees the window; the passes that would have run the put must
+   * find nothing to do. */
   if (munmap((void*)(uintptr_t)dst, bytes) != 0) FAIL("munmap");
-  for (int i = 0; i < 200; i++)
-    if (pl->rmaProgress(rc) != OK) FAIL("progress pass %d", i);
+  for (uint64_t i = 0; i < 2 * delay; i++)
+    if (pl->rmaProgress(rc) != OK) FAIL("progress pass %llu after deregistration", (unsigned long long)i);
 
-  if (pl->destroyContext(rc) != OK || pl->deregMrSym(cc, sreg) != OK || pl->closeColl(cc) != OK ||
-      pl->closeListen(lc) != OK || pl->finalize(ctx) != OK)
+  if (pl->destroyContext(rc) != OK || pl->deregMrSym(cc, sreg) != OK || pl->deregMrSym(cc, wreg) != OK ||
+      pl->closeColl(cc) != OK || pl->closeListen(lc) != OK || pl->finalize(ctx) != OK)
     FAIL("teardown");
   printf("ok\n");
   return 0;
