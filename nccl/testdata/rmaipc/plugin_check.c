@@ -8,9 +8,11 @@
  * EPBENCH_RMA_DELAY_PASSES progress passes; held puts run newest first; a
  * strong signal, and a signal without data, run the held puts first, a weak
  * signal with its own put does not; deregistering a window runs the held puts
- * into it while it is registered (NCCL may deregister before it stops
- * polling), so that none runs into it once its owner has freed it (the check
- * unmaps its pages and drives the passes that would have run the put).
+ * into or out of it (NCCL may deregister before it stops polling), so that
+ * none runs once its owner has freed it (the check unmaps its pages and
+ * drives the passes that would have run the put), and where it cannot run
+ * them (no CUDA context) fails them. Two contexts: the second is destroyed
+ * first, and the first's held puts are still found at deregistration.
  *
  * Prints "ok" and exits 0 when the plugin behaves; otherwise prints the first
  * check that failed and exits 1 (a put run into the freed window crashes the
@@ -23,6 +25,7 @@
 /* ---- The CUDA driver stand-in ---- */
 
 static int fakeContext;
+static bool failSetCurrent; /* makes cuCtxSetCurrent fail */
 #define MAX_ALLOCS 8
 static struct { CUdeviceptr base; size_t size; } allocs[MAX_ALLOCS];
 
@@ -49,7 +52,7 @@ CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
 }
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   (void)ctx;
-  return CUDA_SUCCESS;
+  return failSetCurrent ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
   *device = 0;
@@ -167,7 +170,7 @@ CUresult CUDAAPI streamWrite64(CUstream stream, CUdeviceptr addr, cuuint64_t val
   } while (0)
 
 static const struct rmaPluginV14* pl = &ncclRmaPlugin_v14;
-static void *cc, *rc;
+static void *cc, *rc, *rc2;
 
 /* Whether request q is done (false on an error); a done request is freed. */
 static bool isDone(void* q) {
@@ -179,21 +182,29 @@ static unsigned char* at(CUdeviceptr p, size_t off) { return (unsigned char*)(ui
 
 int main(void) {
   const size_t bytes = 1 << 16, put = 4096;
-  void *ctx = NULL, *lc = NULL, *sreg = NULL, *dreg = NULL, *wreg = NULL, *q1 = NULL, *q2 = NULL, *qs = NULL;
+  void *ctx = NULL, *lc = NULL, *sreg = NULL, *dreg = NULL, *wreg = NULL, *s2reg = NULL, *d3reg = NULL;
+  void *q1 = NULL, *q2 = NULL, *qs = NULL;
+  /* The plugin's settings at their defaults, whatever the environment. */
+  unsetenv("EPBENCH_RMA_DELAY_PASSES");
+  unsetenv("EPBENCH_RMA_TRACE");
+  unsetenv("EPBENCH_RMA_STALL_AFTER");
   char handle[HANDLE_BYTES] = {0};
   void* handles[1] = {handle};
   if (pl->init(&ctx, 1, NULL) != OK || pl->listen(ctx, 0, handle, &lc) != OK ||
       pl->connect(ctx, handles, 1, 0, lc, &cc) != OK)
     FAIL("set-up of one rank");
-  CUdeviceptr src = fakeAlloc(bytes), dst = fakeAlloc(bytes), win = fakeAlloc(bytes);
-  if (!src || !dst || !win) FAIL("allocation");
-  for (size_t i = 0; i < bytes; i++) *at(src, i) = (unsigned char)(i * 7 + 1);
+  CUdeviceptr src = fakeAlloc(bytes), dst = fakeAlloc(bytes), win = fakeAlloc(bytes), src2 = fakeAlloc(bytes),
+              dst3 = fakeAlloc(bytes);
+  if (!src || !dst || !win || !src2 || !dst3) FAIL("allocation");
+  for (size_t i = 0; i < bytes; i++) *at(src, i) = (unsigned char)(i * 7 + 1), *at(src2, i) = (unsigned char)(i * 5 + 3);
   if (pl->regMrSym(cc, (void*)(uintptr_t)src, bytes, PTR_CUDA, 0, &sreg) != OK ||
       pl->regMrSym(cc, (void*)(uintptr_t)dst, bytes, PTR_CUDA, 0, &dreg) != OK ||
-      pl->regMrSym(cc, (void*)(uintptr_t)win, bytes, PTR_CUDA, 0, &wreg) != OK)
+      pl->regMrSym(cc, (void*)(uintptr_t)win, bytes, PTR_CUDA, 0, &wreg) != OK ||
+      pl->regMrSym(cc, (void*)(uintptr_t)src2, bytes, PTR_CUDA, 0, &s2reg) != OK ||
+      pl->regMrSym(cc, (void*)(uintptr_t)dst3, bytes, PTR_CUDA, 0, &d3reg) != OK)
     FAIL("registration");
   struct rmaConfig cfg = {.nContexts = 1};
-  if (pl->createContext(cc, &cfg, &rc) != OK) FAIL("context");
+  if (pl->createContext(cc, &cfg, &rc) != OK || pl->createContext(cc, &cfg, &rc2) != OK) FAIL("context");
   const uint64_t delay = ((struct rmaCtx*)rc)->delay;
   if (delay != 50) FAIL("the default delay is %llu passes, not 50", (unsigned long long)delay);
 
@@ -228,7 +239,15 @@ int main(void) {
   if (!isDone(q1) || memcmp(at(dst, 16384), at(src, 2000), put) != 0 || *(uint64_t*)at(win, 8) != 3)
     FAIL("a signal without data did not run the held put before it");
 
-  /* Deregistering a window runs the puts held against it, while it is there. */
+  /* Deregistering a window runs the puts held against it, while it is there:
+   * a source window (the second context, the list's head, gone first)... */
+  if (pl->destroyContext(rc2) != OK) FAIL("destroyContext");
+  if (pl->iput(rc, 0, 100, s2reg, put, 40000, dreg, 0, &q1) != OK || isDone(q1)) FAIL("iput");
+  if (pl->deregMrSym(cc, s2reg) != OK) FAIL("deregMrSym of a source window");
+  if (!isDone(q1) || memcmp(at(dst, 40000), at(src2, 100), put) != 0)
+    FAIL("deregistration left the put queued from the window unrun");
+  if (munmap((void*)(uintptr_t)src2, bytes) != 0) FAIL("munmap");
+  /* ...and a destination window. */
   if (pl->iput(rc, 0, 256, sreg, put, 512 + 32768, dreg, 0, &q1) != OK || isDone(q1)) FAIL("iput");
   if (pl->deregMrSym(cc, dreg) != OK) FAIL("deregMrSym");
   if (memcmp(at(dst, 512 + 32768), at(src, 256), put) != 0)
@@ -239,6 +258,19 @@ int main(void) {
   if (munmap((void*)(uintptr_t)dst, bytes) != 0) FAIL("munmap");
   for (uint64_t i = 0; i < 2 * delay; i++)
     if (pl->rmaProgress(rc) != OK) FAIL("progress pass %llu after deregistration", (unsigned long long)i);
+
+  /* Where the puts cannot run (no CUDA context), they fail, none is left. */
+  if (pl->iput(rc, 0, 0, sreg, put, 0, d3reg, 0, &q1) != OK || isDone(q1)) FAIL("iput");
+  failSetCurrent = true;
+  bool hasError = false;
+  int done = 0;
+  if (pl->deregMrSym(cc, d3reg) != OK) FAIL("deregMrSym without a CUDA context");
+  failSetCurrent = false;
+  if (pl->test(cc, q1, &done) != ERR_CUDA || !done) FAIL("a held put that could not run did not fail");
+  if (pl->queryLastError(rc, &hasError) != OK || !hasError) FAIL("queryLastError after a failed put");
+  if (munmap((void*)(uintptr_t)dst3, bytes) != 0) FAIL("munmap");
+  for (uint64_t i = 0; i < 2 * delay; i++)
+    if (pl->rmaProgress(rc) != OK) FAIL("progress pass %llu after a failed deregistration", (unsigned long long)i);
 
   if (pl->destroyContext(rc) != OK || pl->deregMrSym(cc, sreg) != OK || pl->deregMrSym(cc, wreg) != OK ||
       pl->closeColl(cc) != OK || pl->closeListen(lc) != OK || pl->finalize(ctx) != OK)

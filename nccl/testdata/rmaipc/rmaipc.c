@@ -38,13 +38,13 @@
  *  - Deregistering a window first runs every queue holding a put into or
  *    out of it, so no queued put outlives its window (NCCL may deregister
  *    before it stops polling, on abort).
- *  plugin_check.c checks these behaviours on the CPU.
  *  - Only signals into windows (VA signals) work across ranks: NCCL allocates
  *    its indexed-signal buffer without an exportable handle, so a peer's one
  *    cannot be mapped here; such a signal fails with a warning (so does
  *    NCCL's device-side GIN barrier, which signals by index).
  *  - The signal is a read-add-write done by the sender, exact only because
  *    each epbench signal word has a single writer (its source rank).
+ * plugin_check.c checks the queue's behaviours on the CPU (make test).
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -607,6 +607,7 @@ static rmaResult rmaRegMrSymDmaBuf(void* collComm, void* data, size_t size, int 
 }
 
 static rmaResult runQueue(struct rmaCtx* rc, int c, uint32_t rank);
+static void completeQueue(struct queue* q, rmaResult res);
 
 /* Whether a put queued in q reads or writes registration r. */
 static bool queueUses(const struct queue* q, const struct reg* r) {
@@ -618,8 +619,11 @@ static bool queueUses(const struct queue* q, const struct reg* r) {
 /* Local only: drops this rank's mappings of the peers' regions. A put still
  * queued against the registration runs first (with the rest of its queue),
  * while the memory it names is mapped and registered: NCCL may deregister a
- * window (and then free it) before it stops polling the requests, on abort
- * or when a device communicator goes first. */
+ * window (and then free it) before it stops polling the requests, on abort.
+ * If that cannot be done, those puts fail instead; either way none is left
+ * to run later. A failure reaches NCCL through the puts' requests and
+ * queryLastError: the deregistration itself always succeeds (NCCL would
+ * stop its teardown at a failed one). */
 static rmaResult rmaDeregMrSym(void* collComm, void* mhandle) {
   struct coll* cc = collComm;
   struct reg* r = mhandle;
@@ -630,23 +634,21 @@ static rmaResult rmaDeregMrSym(void* collComm, void* mhandle) {
   if (r->prev) r->prev->next = r->next;
   else cc->regs = r->next;
   if (r->next) r->next->prev = r->prev;
-  rmaResult res = OK;
-  if (cc->cuctx && (res = CUCALL(cuCtxSetCurrent(cc->cuctx))) == OK) {
-    for (struct rmaCtx* rc = cc->ctxs; rc; rc = rc->nextCtx)
-      for (int c = 0; c < rc->nContexts; c++)
-        for (int p = 0; p < cc->nranks; p++) {
-          if (!queueUses(&rc->context[c].q[p], r)) continue;
-          rmaResult e = runQueue(rc, c, (uint32_t)p);
-          if (e == ERR_CUDA) rc->failed = 1;
-          if (res == OK) res = e;
-        }
-    unmapPeers(r, cc->nranks, cc->rank);
-  }
+  const bool entered = cc->cuctx && CUCALL(cuCtxSetCurrent(cc->cuctx)) == OK;
+  for (struct rmaCtx* rc = cc->ctxs; rc; rc = rc->nextCtx)
+    for (int c = 0; c < rc->nContexts; c++)
+      for (int p = 0; p < cc->nranks; p++) {
+        struct queue* q = &rc->context[c].q[p];
+        if (!queueUses(q, r)) continue;
+        if (!entered) completeQueue(q, ERR_CUDA);
+        if (!entered || runQueue(rc, c, (uint32_t)p) == ERR_CUDA) rc->failed = 1;
+      }
+  if (entered) unmapPeers(r, cc->nranks, cc->rank);
   pthread_mutex_unlock(&cc->lock);
   (void)cuCtxSetCurrent(prev);
   free(r->peer);
   free(r);
-  return res;
+  return OK;
 }
 
 /* ---- Contexts and requests ---- */
@@ -770,6 +772,12 @@ static rmaResult runQueue(struct rmaCtx* rc, int c, uint32_t rank) {
   for (struct pendingPut* p = q->newest; p && res == OK; p = p->older)
     res = copyData(rc, c, p->dst, p->src, p->size);
   if (res == OK) res = CUCALL(cuStreamSynchronize(rc->context[c].s));
+  completeQueue(q, res);
+  return res;
+}
+
+/* Completes every put of q with result res and empties it. */
+static void completeQueue(struct queue* q, rmaResult res) {
   for (struct pendingPut *p = q->newest, *older; p; p = older) {
     older = p->older;
     p->req->done = 1;
@@ -777,7 +785,6 @@ static rmaResult runQueue(struct rmaCtx* rc, int c, uint32_t rank) {
     free(p);
   }
   q->newest = NULL;
-  return res;
 }
 
 /* Read-add-write of the signal word at the target, after everything already
