@@ -243,8 +243,7 @@ struct rmaCtx {
   uint64_t trace, traced; /* EPBENCH_RMA_TRACE: log the first `trace` data-path calls */
   uint64_t stallAfter, calls; /* EPBENCH_RMA_STALL_AFTER: puts before the plugin stops */
   struct request* live;
-  struct rmaCtx *prevCtx, *nextCtx; /* the coll's live contexts (cc->ctxs) */
-  int linked;                       /* in cc->ctxs (a context whose creation failed never is) */
+  struct rmaCtx *prevCtx, *nextCtx; /* the coll's live contexts (cc->ctxs); a failed creation is never linked */
 };
 
 /* ---- Sockets ---- */
@@ -640,8 +639,9 @@ static rmaResult rmaDeregMrSym(void* collComm, void* mhandle) {
       for (int p = 0; p < cc->nranks; p++) {
         struct queue* q = &rc->context[c].q[p];
         if (!queueUses(q, r)) continue;
-        if (!entered) completeQueue(q, ERR_CUDA);
-        if (!entered || runQueue(rc, c, (uint32_t)p) == ERR_CUDA) rc->failed = 1;
+        rmaResult res = entered ? runQueue(rc, c, (uint32_t)p) : ERR_CUDA;
+        if (!entered) completeQueue(q, res);
+        if (res != OK) rc->failed = 1;
       }
   if (entered) unmapPeers(r, cc->nranks, cc->rank);
   pthread_mutex_unlock(&cc->lock);
@@ -696,7 +696,6 @@ static rmaResult rmaCreateContext(void* collComm, struct rmaConfig* cfg, void** 
   rc->nextCtx = cc->ctxs;
   if (cc->ctxs) cc->ctxs->prevCtx = rc;
   cc->ctxs = rc;
-  rc->linked = 1;
   pthread_mutex_unlock(&cc->lock);
   INFO("rank %d: %d contexts; puts without a signal wait %llu progress passes and run newest first", cc->rank,
        rc->nContexts, (unsigned long long)rc->delay);
@@ -954,7 +953,7 @@ static rmaResult rmaDestroyContext(void* rmaCtx) {
   CUcontext prev = NULL;
   (void)cuCtxGetCurrent(&prev);
   pthread_mutex_lock(&cc->lock);
-  if (rc->linked) {
+  if (rc->prevCtx || cc->ctxs == rc) { /* linked: its creation succeeded */
     if (rc->prevCtx) rc->prevCtx->nextCtx = rc->nextCtx;
     else cc->ctxs = rc->nextCtx;
     if (rc->nextCtx) rc->nextCtx->prevCtx = rc->prevCtx;
@@ -964,7 +963,7 @@ static rmaResult rmaDestroyContext(void* rmaCtx) {
     struct context* x = &rc->context[c];
     for (int p = 0; x->q && p < cc->nranks; p++) {
       if (res == OK) res = runQueue(rc, c, (uint32_t)p);
-      for (struct pendingPut *q = x->q[p].newest, *older; q; q = older) older = q->older, free(q); /* after a failure */
+      else completeQueue(&x->q[p], res);
     }
     if (x->s) (void)CUCALL(cuStreamDestroy(x->s));
     if (x->word) (void)CUCALL(cuMemFreeHost(x->word));
