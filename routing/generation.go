@@ -38,18 +38,6 @@ func FillRow(row []uint16, rank, t, gen int) error {
 	return nil
 }
 
-// Rows returns rank's rows of generation gen, [tokens, hidden] row-major.
-func Rows(rank, tokens, hidden, gen int) ([]uint16, error) {
-	rows, err := TokenRows(rank, tokens, hidden)
-	if err != nil || gen == 0 {
-		return rows, err
-	}
-	if err := FillRows(rows, rank, hidden, gen); err != nil {
-		return nil, err
-	}
-	return rows, nil
-}
-
 // FillRows writes rank's rows of generation gen into rows, [tokens, hidden]
 // row-major, in place: one FillRow per token.
 func FillRows(rows []uint16, rank, hidden, gen int) error {

@@ -64,8 +64,12 @@ func TokenRow(rank, t, hidden int) ([]uint16, error) {
 	return row, nil
 }
 
-// TokenRows returns rank's validation tokens, [tokens, hidden] row-major.
-func TokenRows(rank, tokens, hidden int) ([]uint16, error) {
+// TokenRows returns rank's validation tokens, [tokens, hidden] row-major
+// (generation 0).
+func TokenRows(rank, tokens, hidden int) ([]uint16, error) { return Rows(rank, tokens, hidden, 0) }
+
+// Rows returns rank's rows of generation gen, [tokens, hidden] row-major.
+func Rows(rank, tokens, hidden, gen int) ([]uint16, error) {
 	if tokens < 1 {
 		return nil, fmt.Errorf("routing: tokens must be positive, got %d", tokens)
 	}
@@ -79,10 +83,8 @@ func TokenRows(rank, tokens, hidden int) ([]uint16, error) {
 		return nil, fmt.Errorf("routing: %d tokens of hidden %d overflow", tokens, hidden)
 	}
 	rows := make([]uint16, tokens*hidden)
-	for t := 0; t < tokens; t++ {
-		if err := FillTokenRow(rows[t*hidden:(t+1)*hidden], rank, t); err != nil {
-			return nil, err
-		}
+	if err := FillRows(rows, rank, hidden, gen); err != nil {
+		return nil, err
 	}
 	return rows, nil
 }
