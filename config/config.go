@@ -489,8 +489,8 @@ func (c *Config) checkGIN() error {
 	if c.Transport == TransportIPC {
 		return &UsageError{Flag: "--disable-nvlink", Why: "sends every peer through NCCL's GIN, which needs --transport nccl (or auto)"}
 	}
-	if _, why := c.GINUnsupported(); why != "" {
-		return &UsageError{Flag: "--disable-nvlink", Why: why}
+	if flag, why := c.GINUnsupported(); why != "" {
+		return &UsageError{Flag: flag, Why: "with --disable-nvlink: " + why}
 	}
 	return nil
 }

@@ -619,9 +619,9 @@ func TestDisableNVLinkChecks(t *testing.T) {
 		want string
 	}{
 		{[]string{"-n", "--transport", "ipc"}, "--disable-nvlink: sends every peer through NCCL's GIN, which needs --transport nccl (or auto)"},
-		{[]string{"-n", "--combine-mode", "direct_send"}, "--disable-nvlink: the kernels that put through GIN combine with rank_local_reduce only, not direct_send"},
-		{[]string{"-n", "--protocol", "lines"}, "--disable-nvlink: the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"},
-		{[]string{"-n", "--protocol", "inline", "-t", "4"}, "--disable-nvlink: the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"},
+		{[]string{"-n", "--combine-mode", "direct_send"}, "--combine-mode: with --disable-nvlink: the kernels that put through GIN combine with rank_local_reduce only, not direct_send"},
+		{[]string{"-n", "--protocol", "lines"}, "--protocol: with --disable-nvlink: the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"},
+		{[]string{"-n", "--protocol", "inline", "-t", "4"}, "--protocol: with --disable-nvlink: the kernels that put through GIN use the fenced protocol only: --protocol auto or fenced"},
 	} {
 		_, err = Parse(bad.args, nil)
 		var ue *UsageError
