@@ -24,10 +24,11 @@ const (
 	// HiddenAlign: hidden must be a whole number of 128-channel blocks,
 	// the unit of vectorised copies and of FP8 scales.
 	HiddenAlign = 128
-	// MinValidateHidden: validation writes the token index into the last
-	// 128 channels and the sender's rank into the others, so it needs at
-	// least two blocks.
-	MinValidateHidden = 256
+	// MinHidden: every token row carries its token index in the last 128
+	// channels and the sender's rank in the others (they are the rows
+	// validation checks, and the backends send them in every run), so a row
+	// needs at least two blocks.
+	MinHidden = 256
 	// MaxTopK is the most experts one token may select.
 	MaxTopK = 32
 	// MaxExperts bounds the global expert count, well above any published
@@ -106,7 +107,7 @@ var configInts = []configInt{
 		def: 128, lo: 1, hi: MaxTokens, usage: "tokens per rank"},
 		func(c *Config) *int { return &c.Tokens }},
 	{intFlag{name: "hidden", short: "d", env: "EPBENCH_HIDDEN",
-		def: 7168, lo: 1, hi: MaxHidden, multiple: HiddenAlign, usage: "hidden size, a multiple of 128"},
+		def: 7168, lo: 1, hi: MaxHidden, multiple: HiddenAlign, usage: "hidden size, a multiple of 128 from 256"},
 		func(c *Config) *int { return &c.Hidden }},
 	{intFlag{name: "num-topk", short: "k", alias: "top-k", env: "EPBENCH_TOPK",
 		def: 8, lo: 1, hi: MaxTopK, usage: "experts selected per token"},
@@ -427,12 +428,9 @@ func (c *Config) check(source map[string]string) error {
 		return usageErr("--validate-every", fmt.Sprintf("must not exceed %s, got %d > %d: no timed iteration would be checked",
 			label("num-iters"), c.ValidateEvery, c.Iters))
 	}
-	if (c.Validate || c.ValidateEvery > 0) && c.Hidden < MinValidateHidden {
-		flag := "--validate"
-		if !c.Validate {
-			flag = "--validate-every"
-		}
-		return usageErr(flag, fmt.Sprintf("needs %s of at least %d, got %d", label("hidden"), MinValidateHidden, c.Hidden))
+	if c.Hidden < MinHidden {
+		return usageErr(label("hidden"), fmt.Sprintf("must be at least %d (a token row carries its token index in its last 128 channels), got %d",
+			MinHidden, c.Hidden))
 	}
 	return nil
 }

@@ -99,8 +99,8 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--seed="}, nil, `--seed: must be an unsigned 32-bit integer, got ""`},
 
 		// validation needs two 128-channel blocks
-		{[]string{"-V", "-d", "128"}, nil, `--validate: needs --hidden of at least 256, got 128`},
-		{[]string{"--validate-every", "5", "-d", "128"}, nil, `--validate-every: needs --hidden of at least 256, got 128`},
+		{[]string{"-d", "128"}, nil, `--hidden: must be at least 256 (a token row carries its token index in its last 128 channels), got 128`},
+		{[]string{"-V", "-d", "128"}, nil, `--hidden: must be at least 256 (a token row carries its token index in its last 128 channels), got 128`},
 		{[]string{"--validate-every", "100", "-i", "10"}, nil, `--validate-every: must not exceed --num-iters, got 100 > 10: no timed iteration would be checked`},
 
 		// choices
@@ -178,7 +178,7 @@ func TestParseErrors(t *testing.T) {
 		{nil, map[string]string{"EPBENCH_ITERS": "0"}, `EPBENCH_ITERS: must be a positive integer, got "0"`},
 		{nil, map[string]string{"EPBENCH_EXPERTS": "4"}, `--num-topk: must not exceed EPBENCH_EXPERTS, got 8 > 4`},
 		{[]string{"-e", "4"}, map[string]string{"EPBENCH_TOPK": "6"}, `EPBENCH_TOPK: must not exceed --num-experts, got 6 > 4`},
-		{[]string{"-V"}, map[string]string{"EPBENCH_HIDDEN": "128"}, `--validate: needs EPBENCH_HIDDEN of at least 256, got 128`},
+		{[]string{"-V"}, map[string]string{"EPBENCH_HIDDEN": "128"}, `EPBENCH_HIDDEN: must be at least 256 (a token row carries its token index in its last 128 channels), got 128`},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " ")+"|"+envString(tc.env), func(t *testing.T) {
@@ -224,7 +224,7 @@ func TestParseAccepts(t *testing.T) {
 		{[]string{"-t", "1", "--tokens", "2"}, func(t *testing.T, c *Config) { equal(t, 2, c.Tokens) }},
 		{[]string{"-d", "4096"}, func(t *testing.T, c *Config) { equal(t, 4096, c.Hidden) }},
 		{[]string{"--hidden=16384"}, func(t *testing.T, c *Config) { equal(t, 16384, c.Hidden) }},
-		{[]string{"-d", "128"}, func(t *testing.T, c *Config) { equal(t, 128, c.Hidden) }},
+		{[]string{"-d", "256"}, func(t *testing.T, c *Config) { equal(t, 256, c.Hidden) }},
 		{[]string{"-k", "4"}, func(t *testing.T, c *Config) { equal(t, 4, c.TopK) }},
 		{[]string{"--num-topk", "4"}, func(t *testing.T, c *Config) { equal(t, 4, c.TopK) }},
 		{[]string{"--top-k", "32"}, func(t *testing.T, c *Config) { equal(t, 32, c.TopK) }},
@@ -475,8 +475,8 @@ func TestCheck(t *testing.T) {
 	errText(t, c.Check(), `--layout: flat layout belongs to high-throughput mode, which is not supported`)
 
 	c = Default()
-	c.Hidden, c.Validate = 128, true
-	errText(t, c.Check(), `--validate: needs --hidden of at least 256, got 128`)
+	c.Hidden = 128
+	errText(t, c.Check(), `--hidden: must be at least 256 (a token row carries its token index in its last 128 channels), got 128`)
 }
 
 func TestCheckRanks(t *testing.T) {
