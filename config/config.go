@@ -202,7 +202,7 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]in
 		func() string { return c.Protocol.String() },
 		func(s string) (err error) { c.Protocol, err = parseProtocol(s); return err })
 	bindInts("num-blocks", "max-num-sms", "dispatch-less-than-max-tokens")
-	bindChoice(fs, "transport", "", "how ranks reach each other's GPU memory, `TRANSPORT`: ipc (CUDA IPC, one node), nccl (NCCL 2.30+ symmetric windows, found through NCCL_HOME or LD_LIBRARY_PATH; docs/MULTINODE.md) or auto (ipc when every rank is on one node, else nccl)",
+	bindChoice(fs, "transport", "", "how ranks reach each other's GPU memory, `TRANSPORT`: ipc (CUDA IPC, one node), nccl (NCCL 2.30+ symmetric windows, found through NCCL_HOME or LD_LIBRARY_PATH; docs/MULTINODE.md) or auto (ipc when every rank is on one node and -n is not given, else nccl)",
 		func() string { return c.Transport.String() },
 		func(s string) (err error) { c.Transport, err = parseTransport(s); return err })
 	bindBool(fs, &c.DisableNVLink, "disable-nvlink", "n", false,
