@@ -96,11 +96,11 @@ func (r *Run) checkPair(j int) (Check, error) {
 	if err := r.barrier.Wait("barrier after a validated pair"); err != nil {
 		return Check{}, err
 	}
-	p, err := r.endValidated(j, 0)
+	snap, err := r.endValidated()
 	if err != nil {
 		return Check{}, err
 	}
-	return r.check(p.snap, p.j, p.gen)
+	return r.check(snap, j, r.gen)
 }
 
 // check validates the outputs a snapshot holds: those of a pair of routing
@@ -204,7 +204,8 @@ func (r *Run) validatedPair(j int) (pendingCheck, error) {
 	if err := r.launchPair(j); err != nil {
 		return pendingCheck{}, fmt.Errorf("validated pair: %w", err)
 	}
-	return r.endValidated(j, 0)
+	snap, err := r.endValidated()
+	return pendingCheck{snap: snap, j: j, gen: r.gen}, err
 }
 
 // startValidated makes the pair enqueued next a validated one: its outputs
@@ -218,16 +219,16 @@ func (r *Run) startValidated() error {
 	return nil
 }
 
-// endValidated follows the validated pair of routing j just enqueued, done
-// after `after` timed pairs: it starts copying the pair's outputs to the
-// host and puts the dispatches that follow back on generation 0.
-func (r *Run) endValidated(j, after int) (pendingCheck, error) {
+// endValidated follows the validated pair just enqueued: it starts copying
+// the pair's outputs to the host (the snapshot it returns reads them) and
+// puts the dispatches that follow back on generation 0.
+func (r *Run) endValidated() (func() (*ll.Outputs, error), error) {
 	snap, err := r.Backend.Snapshot()
 	if err == nil {
 		err = r.Backend.Generation(0)
 	}
 	if err != nil {
-		return pendingCheck{}, fmt.Errorf("validated pair: %w", err)
+		return nil, fmt.Errorf("validated pair: %w", err)
 	}
-	return pendingCheck{snap: snap, j: j, gen: r.gen, after: after}, nil
+	return snap, nil
 }

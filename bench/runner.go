@@ -340,10 +340,11 @@ func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 		if !validated {
 			continue
 		}
-		next, err := r.endValidated(j, i+1)
+		snap, err := r.endValidated()
 		if err != nil {
 			return fmt.Errorf("timed iteration %d: %w", i, err)
 		}
+		next := pendingCheck{snap: snap, j: j, gen: r.gen, after: i + 1}
 		// The check before this one is read now, while this pair runs.
 		if err := checkPrev(); err != nil {
 			return err
