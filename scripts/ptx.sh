@@ -87,14 +87,19 @@ nccl_version=
 if [ -z "${NCCL_INCLUDE:-}" ] && [ -n "${NCCL_HOME:-}" ] && [ -f "$NCCL_HOME/include/nccl_device.h" ]; then
 	NCCL_INCLUDE=$NCCL_HOME/include
 fi
-if [ -n "${NCCL_INCLUDE:-}" ]; then
-	[ -f "$NCCL_INCLUDE/nccl_device.h" ] || { echo "ptx: NCCL_INCLUDE=$NCCL_INCLUDE has no nccl_device.h" >&2; exit 1; }
+# check_nccl_headers: NCCL_INCLUDE holds the headers of that version.
+check_nccl_headers() {
+	[ -n "${NCCL_INCLUDE:-}" ] || { echo "ptx: the GIN variants need NCCL_INCLUDE, NCCL's include directory (nccl.h, nccl_device.h)" >&2; exit 1; }
+	local h found
+	for h in nccl.h nccl_device.h; do
+		[ -f "$NCCL_INCLUDE/$h" ] || { echo "ptx: NCCL_INCLUDE=$NCCL_INCLUDE has no $h" >&2; exit 1; }
+	done
 	found=$(sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\).*/\1/p' "$NCCL_INCLUDE/nccl.h")
 	if [ "$found" != "$nccl_version" ]; then
 		echo "ptx: $NCCL_INCLUDE holds NCCL ${found:-of no NCCL_VERSION_CODE}; the GIN modules are built against $nccl_version (kernels/nccl.version)" >&2
 		exit 1
 	fi
-fi
+}
 
 # The variants: one name a line, blank lines and what follows a # ignored.
 names=()
@@ -159,7 +164,8 @@ if [ -n "$broken" ] && [ "$(cd "$outdir" 2>/dev/null && pwd)" = "$(pwd)/kernels/
 fi
 for name in "${names[@]}"; do
 	case $name in ll_nccl_*)
-		[ -n "${NCCL_INCLUDE:-}" ] || { echo "ptx: the GIN variants (${name#ll_}) need NCCL_INCLUDE, NCCL's include directory (nccl.h, nccl_device.h)" >&2; exit 1; }
+		check_nccl_headers
+		break
 		;;
 	esac
 done
@@ -188,9 +194,9 @@ pids=()
 for i in "${!names[@]}"; do
 	name=${names[$i]} defines=${defs[$i]}
 	(
-		# shellcheck disable=SC2086
 		inc=()
 		case $name in ll_nccl_*) inc=(-I "$NCCL_INCLUDE") ;; esac
+		# shellcheck disable=SC2086
 		"$nvcc" $flags $defines ${broken:+-DEPBENCH_BREAK=$broken} "${inc[@]}" -o "$tmp/$name.raw" kernels/ll.cu
 		{ printf '// epbench-src-sha256: %s\n' "$(stamp "$defines")"; cat "$tmp/$name.raw"; } >"$tmp/$name.ptx"
 	) &
