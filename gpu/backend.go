@@ -27,6 +27,7 @@ type Backend struct {
 	args    kernels.Args
 	mem     memory
 	sharing Sharing
+	stalled error // a GIN build's kernel still ran after its bound (waitGIN): it never ends
 
 	modules map[kernels.Variant]kernelSet // loaded on first use
 	cur     kernels.Launch                // the launch at the current token count (selectKernels)

@@ -84,6 +84,8 @@ int ep_graph_launch(uint64_t exec, uint64_t stream) {
     return (int)cuGraphLaunch((CUgraphExec)(uintptr_t)exec, (CUstream)(uintptr_t)stream);
 }
 
+int ep_stream_query(uint64_t stream) { return (int)cuStreamQuery((CUstream)(uintptr_t)stream); }
+
 int ep_graph_destroy(uint64_t exec) { return (int)cuGraphExecDestroy((CUgraphExec)(uintptr_t)exec); }
 
 int ep_ipc_handle_size(void) { return (int)sizeof(CUipcMemHandle); }

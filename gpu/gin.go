@@ -60,8 +60,5 @@ func (m *memory) fillGIN(mod Module, s Stream) error {
 	if n != len(m.gin) {
 		return fmt.Errorf("the GIN module's %s is %d bytes, the host's GinArgs %d: kernels and host disagree", kernels.GinGlobal, n, len(m.gin))
 	}
-	if err := CopyToDevice(p, m.gin, s); err != nil {
-		return err
-	}
-	return s.Sync()
+	return CopyToDevice(p, m.gin, s) // synchronous
 }

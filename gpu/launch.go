@@ -223,15 +223,20 @@ func (b *Backend) syncGIN() error {
 
 // waitGIN waits for a GIN build's kernels as long as their own bounded
 // waits may take and GINStallMargin more: a CUDA error as itself, a kernel
-// still running after that as a GINStallError.
+// still running after that as a GINStallError, at once after the first
+// (Close after a failed Sync does not wait the bound out again).
 func (b *Backend) waitGIN() error {
+	if b.stalled != nil {
+		return b.stalled
+	}
 	d := b.cfg.Timeout() + GINStallMargin
 	done, err := b.stream.SyncWithin(d)
 	if err != nil {
 		return err
 	}
 	if !done {
-		return &GINStallError{After: d}
+		b.stalled = &GINStallError{After: d}
+		return b.stalled
 	}
 	return nil
 }
