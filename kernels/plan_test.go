@@ -134,6 +134,18 @@ func TestNewPlanRefuses(t *testing.T) {
 	if _, err := NewPlan(Setup{Cfg: config.Default(), Ranks: 2, Grid: 132, GIN: true}); err != nil {
 		t.Errorf("GIN peers with the defaults: %v", err)
 	}
+	// Over links that deliver lines too, GIN peers take the fenced build at
+	// every size (auto would choose inline or lines there otherwise).
+	p, err := NewPlan(Setup{Cfg: config.Default(), Ranks: 2, Grid: 132, GIN: true, LinesVerified: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tokens := range []int{1, 128} {
+		l, err := p.Launch(tokens, tokens)
+		if err != nil || l.Variant.Dispatch != ProtoFenced || l.Variant.Combine != ProtoFenced {
+			t.Errorf("GIN peers at %d tokens: %+v, %v; want fenced both ways", tokens, l.Variant, err)
+		}
+	}
 }
 
 func TestLaunchGrid(t *testing.T) {
