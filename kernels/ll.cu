@@ -23,8 +23,8 @@
 // Inline (the fewest tokens) has the worker warps of the same block compute
 // it: a partial through shared memory, the rest through memory as a peer's,
 // polled by the source side. So no block waits for another block of its own
-// grid. In the lines protocol the
-// partials travel as flagged lines that the source side polls.
+// grid. In the lines protocol the partials travel as flagged lines that the
+// source side polls.
 //
 // Releases (fenced protocol): each block that had work takes a ticket when
 // its stores are issued; the block that takes a call's last ticket makes the
@@ -73,6 +73,19 @@ constexpr int kMaxRecvVecPerThread = (16384 / 8 + kThreads - kWarp - 1) / (kThre
 // Barrier of the worker warps (1..kWarps-1) only: warp 0 may be waiting in
 // its release fence meanwhile.
 __device__ __forceinline__ void workers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kWorkers) : "memory"); }
+
+// Named barriers of the fenced dispatch's header pass (ll_dispatch.cuh):
+// warp 0 arrives, the workers wait. kBarFirstHeader: the first token's
+// own-rank rows are in own_rows; kBarHeaders: every token's are in row_pos.
+constexpr int kBarFirstHeader = 2, kBarHeaders = 3;
+template <int kBar>
+__device__ __forceinline__ void header_arrive() {
+    asm volatile("bar.arrive %0, %1;" ::"n"(kBar), "n"(kThreads) : "memory");
+}
+template <int kBar>
+__device__ __forceinline__ void header_wait() {
+    asm volatile("bar.sync %0, %1;" ::"n"(kBar), "n"(kThreads) : "memory");
+}
 
 // The tokens of this rank that block b sends: [t0, t1), contiguous ranges
 // over min(grid, T) blocks (empty for the others).
@@ -408,10 +421,6 @@ __device__ __forceinline__ void decode_y(const LLArgs& a, const YRaw& r, float f
     else dequant8(make_uint2(r.v.x, r.v.y), r.scale, f);
 }
 
-// The arguments of this call: those passed, or with the device clock
-// (ll.cuh, kClockWords) the epoch and expected arrivals its record holds,
-// advanced for this call; thread 0 of block 0 writes the other kernel's
-// record.
 // Whether a dispatch of T tokens with signalling proto spreads its rows over
 // the grid (the entry epbench_ll_dispatch_spread) rather than sending each
 // token's row from the block that owns it (epbench_ll_dispatch): the inline
@@ -437,6 +446,10 @@ __device__ __forceinline__ bool variant_ok(const LLArgs& p, int spread) {
     return ok;
 }
 
+// The arguments of this call: those passed, or with the device clock
+// (ll.cuh, kClockWords) the epoch and expected arrivals its record holds,
+// advanced for this call; thread 0 of block 0 writes the other kernel's
+// record.
 __device__ __forceinline__ LLArgs clocked(const LLArgs& p, bool dispatch) {
     LLArgs a = p;
 #ifdef EPBENCH_DISPATCH_PROTO
@@ -830,8 +843,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                     if (lane == 0) *(volatile int*)&hand_ready[warp - 1] = 1;
                 }
             }
-            workers_sync();
-            EPBENCH_TRACE_BY(a, 3, kWarp);
+            // No barrier here: the source side takes the worker warps'
+            // parts through hand_ready and the flags, not through a wait
+            // for all of them.
+            EPBENCH_TRACE_BY(a, 3, kWarp);  // warp 1's own parts done
         }
     } else {
         EPBENCH_TRACE_BY(a, 1, 0);
@@ -873,11 +888,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const uint8_t* recv = at<const uint8_t>(self, a.off_combine_recv);
     const uint4* irecv = at<const uint4>(self, a.off_inline_combine);
     const uint32_t flag = (uint32_t)a.epoch;
-    // A work item's token's routing (lane k: expert, weight and, but
-    // inline, whose own rows the expert side reads, the selection's row
-    // among its expert's rows if it is on this rank, all in one round trip;
-    // the warp's first item's loaded before the wait) and the lane's vectors
-    // of it.
+    // A work item's token's routing and the lane's vectors of it. Lane k
+    // holds selection k's expert and weight and, unless inline (whose own
+    // rows the expert side reads), the selection's row among its expert's
+    // rows if it is on this rank; all in one round trip, the warp's first
+    // item's loaded before the wait.
     auto item_start = [&](int item, int t, int slice, int* e, float* wk, int* pos, int v[kVecPerLane]) {
         *e = first_e;
         *wk = first_w;

@@ -8,7 +8,9 @@ import (
 	"sort"
 )
 
-// Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu.
+// Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu, index i
+// (at most TracePoints). "inline own parts": worker warp 1 computed its
+// own-rank items.
 var (
 	DispatchPhases = []string{"start", "sent", "signalled", "sources arrived", "end", "rows sent", "own rows"}
 	CombinePhases  = []string{"start", "peer partials sent", "signalled", "inline own parts", "ranks arrived", "end", "rows summed"}

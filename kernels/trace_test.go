@@ -7,6 +7,14 @@ import (
 	"testing"
 )
 
+func TestTracePhasesFitTheStampSlots(t *testing.T) {
+	for _, p := range [][]string{DispatchPhases, CombinePhases} {
+		if len(p) > TracePoints {
+			t.Errorf("%d phase names for %d stamp slots: %q", len(p), TracePoints, p)
+		}
+	}
+}
+
 func TestTraceSummary(t *testing.T) {
 	const grid = 2
 	raw := make([]byte, grid*TracePoints*8)
