@@ -74,19 +74,6 @@ constexpr int kMaxRecvVecPerThread = (16384 / 8 + kThreads - kWarp - 1) / (kThre
 // its release fence meanwhile.
 __device__ __forceinline__ void workers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kWorkers) : "memory"); }
 
-// Named barriers of the fenced dispatch's header pass (ll_dispatch.cuh):
-// warp 0 arrives, the workers wait. kBarFirstHeader: the first token's
-// own-rank rows are in own_rows; kBarHeaders: every token's are in row_pos.
-constexpr int kBarFirstHeader = 2, kBarHeaders = 3;
-template <int kBar>
-__device__ __forceinline__ void header_arrive() {
-    asm volatile("bar.arrive %0, %1;" ::"n"(kBar), "n"(kThreads) : "memory");
-}
-template <int kBar>
-__device__ __forceinline__ void header_wait() {
-    asm volatile("bar.sync %0, %1;" ::"n"(kBar), "n"(kThreads) : "memory");
-}
-
 // The tokens of this rank that block b sends: [t0, t1), contiguous ranges
 // over min(grid, T) blocks (empty for the others).
 __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {

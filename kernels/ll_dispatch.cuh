@@ -234,26 +234,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
     }
     __syncthreads();
-    // Every peer learns how many rows each of its experts gets from here
-    // (block 0, threads [from, from + stride) of it). Fenced, warp 0 stores
-    // them after its header pass, just before the ticket whose release
-    // covers them, so no barrier waits for them and block 0's headers are
-    // not behind them; inline and lines, the whole block stores them here.
-    const bool fenced = !inl && !lines;
-    auto store_counts = [&](int from, int stride) {
+    // Every peer learns how many rows each of its experts gets from here.
+    if (blockIdx.x == 0) {
         for (int q = 0; q < R; q++) {
             if (direct_self(a, q) || masked(a.active, q)) continue;
             int2* c = at<int2>(peer_base[q], a.off_dispatch_counts) + count_index(a, a.rank);
             uint4* ic = at<uint4>(peer_base[q], a.off_inline_counts) + count_index(a, a.rank);
             // Rank-major: one count, the tokens sent to q.
-            for (int l = from; l < (rm ? 1 : L); l += stride) {
+            for (int l = threadIdx.x; l < (rm ? 1 : L); l += kThreads) {
                 const int n = rm ? total_r[q] : total[q * L + l];
                 if (inl || lines) unit_store(ic + l, n, 0, flag);
                 else c[l] = make_int2(n, a.epoch);  // one 8-byte store
             }
         }
-    };
-    if (blockIdx.x == 0 && !fenced) store_counts(threadIdx.x, kThreads);
+    }
 
     // The current token's own-rank rows into own_rows and nown, from each
     // lane's selection: `mine` (on this rank) and its row in recv (rank-major:
@@ -367,18 +361,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
         __syncwarp();  // dests is rewritten for the next token
     };
-    // Fenced, not spread: the workers start on the first token's own rows as
-    // soon as its header is made (kBarFirstHeader), and wait for the others'
-    // (more tokens than blocks) only before the second token's
-    // (kBarHeaders), not for every header before the first row.
-    const bool fenced_rows = fenced && !spread;
-    if (warp == 0 && !lines) {
-        for (int t = t0; t < t1; t++) {
-            headers_of(t, !spread && t == t0, first_e, first_w);
-            if (fenced_rows && t == t0) header_arrive<kBarFirstHeader>();
-        }
-        if (fenced_rows && t1 - t0 > 1) header_arrive<kBarHeaders>();
-    }
+    if (warp == 0 && !lines)
+        for (int t = t0; t < t1; t++) headers_of(t, !spread && t == t0, first_e, first_w);
     // Spread: the workers write the own rank's rows meanwhile, spread like
     // the sends (group c of the rows by block c % grid, from the L1 that
     // holds it), at rows counted here: a selection's row among its expert's
@@ -497,7 +481,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         __syncthreads();  // dests, own_rows and gamax are rewritten for the next token
         if (t + 1 < t1) load_x(t + 1);
     }
-    if (!fenced_rows) __syncthreads();
+    __syncthreads();
     EPBENCH_TRACE(a, 1);
     if (lines) EPBENCH_TRACE(a, 6);  // the send pass wrote the own rank's rows
     // Warp 0 takes the block's ticket and, if last, releases the peers; then
@@ -505,10 +489,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // the workers write them while the peers' data is on its way (lines: the
     // send pass wrote them), then go on to the receive side.
     if (warp == 0) {
-        if (blockIdx.x == 0 && fenced) {
-            store_counts(lane, kWarp);
-            __syncwarp();  // the counts stored before lane q's put of them (GIN) and lane 0's ticket
-        }
 #if EPBENCH_GIN
         // GIN peers (ll_gin.cuh): the messages of tokens [from, to) and,
         // with counts, the counts go from their mirrors, one put each per
@@ -552,9 +532,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // the first token's from shared memory, the others' (more tokens than
     // blocks) from row_pos (lines wrote them in the send pass, spread
     // above) ---
-    for (int t = t0; fenced_rows && t < t1; t++) {
-        if (t == t0) header_wait<kBarFirstHeader>();
-        if (t == t0 + 1) header_wait<kBarHeaders>();
+    for (int t = t0; !lines && !spread && t < t1; t++) {
         if (warp == 1 && t > t0) {
             int64_t e = -1;
             if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
