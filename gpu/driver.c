@@ -86,6 +86,8 @@ int ep_graph_launch(uint64_t exec, uint64_t stream) {
 
 int ep_stream_query(uint64_t stream) { return (int)cuStreamQuery((CUstream)(uintptr_t)stream); }
 
+int ep_event_query(uint64_t event) { return (int)cuEventQuery((CUevent)(uintptr_t)event); }
+
 int ep_graph_destroy(uint64_t exec) { return (int)cuGraphExecDestroy((CUgraphExec)(uintptr_t)exec); }
 
 int ep_ipc_handle_size(void) { return (int)sizeof(CUipcMemHandle); }

@@ -73,14 +73,20 @@ func (s Stream) Sync() error {
 // (the timed loop runs with the collector off): the query's result is an
 // int until it is an error.
 func (s Stream) SyncWithin(d time.Duration) (bool, error) {
+	return pollWithin(d, "cuStreamQuery", func() C.int { return C.ep_stream_query(s.handle()) })
+}
+
+// pollWithin calls query until it returns CUDA_SUCCESS (true), another
+// error than CUDA_ERROR_NOT_READY (that error), or d has passed (false).
+func pollWithin(d time.Duration, call string, query func() C.int) (bool, error) {
 	deadline := time.Now().Add(d)
 	for {
-		switch r := C.ep_stream_query(s.handle()); r {
+		switch r := query(); r {
 		case C.CUDA_SUCCESS:
 			return true, nil
 		case C.CUDA_ERROR_NOT_READY:
 		default:
-			return false, check("cuStreamQuery", r)
+			return false, check(call, r)
 		}
 		if time.Now().After(deadline) {
 			return false, nil
@@ -264,3 +270,23 @@ func (e Event) Wait() error {
 	}
 	return nil
 }
+
+// WaitWithin waits until the work recorded before the event has run, at
+// most d: false (and no error) when it is still running then. It polls
+// as SyncWithin does.
+func (e Event) WaitWithin(d time.Duration) (bool, error) {
+	h := e.handle()
+	return pollWithin(d, "cuEventQuery", func() C.int { return C.ep_event_query(h) })
+}
+
+// handle is the event as our C wrappers take it. gorgonia.org/cu keeps
+// the CUevent as an Event's only field and has no accessor for it; the
+// two array types below stop the build if that layout changes in size.
+func (e Event) handle() C.uint64_t {
+	return C.uint64_t(uintptr(*(*unsafe.Pointer)(unsafe.Pointer(&e.e))))
+}
+
+var (
+	_ [unsafe.Sizeof(cu.Event{}) - unsafe.Sizeof(uintptr(0))]struct{}
+	_ [unsafe.Sizeof(uintptr(0)) - unsafe.Sizeof(cu.Event{})]struct{}
+)

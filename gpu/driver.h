@@ -31,6 +31,7 @@ int ep_graph_capture(uint64_t function, unsigned grid, unsigned block, unsigned 
                      uint64_t* exec);
 int ep_graph_launch(uint64_t exec, uint64_t stream);
 int ep_stream_query(uint64_t stream);  // cuStreamQuery's result as an int (no Go error made per poll)
+int ep_event_query(uint64_t event);    // cuEventQuery's, the same way
 int ep_graph_destroy(uint64_t exec);
 
 int ep_ipc_get(uint64_t dptr, void* handle_out);      // CU_IPC_HANDLE_SIZE bytes

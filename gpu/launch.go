@@ -225,12 +225,24 @@ func (b *Backend) syncGIN() error {
 // waits may take and GINStallMargin more: a CUDA error as itself, a kernel
 // still running after that as a GINStallError, at once after the first
 // (Close after a failed Sync does not wait the bound out again).
-func (b *Backend) waitGIN() error {
+func (b *Backend) waitGIN() error { return b.waitBounded(b.stream.SyncWithin) }
+
+// waitEvent waits for the work recorded before e: a GIN build's bounded as
+// waitGIN's (a validated pair's copies follow its kernels in stream order,
+// so a kernel held in NCCL's unbounded waits would hold them too).
+func (b *Backend) waitEvent(e Event) error {
+	if !b.plan.GIN {
+		return e.Wait()
+	}
+	return b.waitBounded(e.WaitWithin)
+}
+
+func (b *Backend) waitBounded(within func(time.Duration) (bool, error)) error {
 	if b.stalled != nil {
 		return b.stalled
 	}
 	d := b.cfg.Timeout() + GINStallMargin
-	done, err := b.stream.SyncWithin(d)
+	done, err := within(d)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func (b *Backend) Generation(g int) error {
 		}
 	}
 	if st.used { // the host rows of the last generation may still be on their way
-		if err := st.copied.Wait(); err != nil {
+		if err := b.waitEvent(st.copied); err != nil {
 			return err
 		}
 	}
@@ -174,7 +174,7 @@ func (b *Backend) Snapshot() (func() (*ll.Outputs, error), error) {
 	fp8 := b.args.FP8 != 0
 	return func() (*ll.Outputs, error) {
 		defer func() { sn.busy = false }()
-		if err := sn.done.Wait(); err != nil {
+		if err := b.waitEvent(sn.done); err != nil {
 			return nil, err
 		}
 		if err := b.kernelError(); err != nil {

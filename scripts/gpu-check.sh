@@ -198,7 +198,8 @@ if [ -n "$mps" ]; then
 	# RMA plugin (which holds back unsignalled puts and runs them newest
 	# first); slow by design, so fewer iterations.
 	if [ -n "${NCCL_HOME:-}" ] && bash scripts/rma-plugin.sh "$out/librma-ipc.so" >>"$log" 2>&1; then
-		extra_x=(-x "NCCL_RMA_PLUGIN=$(cd "$out" && pwd)/librma-ipc.so" -x NCCL_GIN_TYPE=2)
+		gin_x=(-x "NCCL_RMA_PLUGIN=$(cd "$out" && pwd)/librma-ipc.so" -x NCCL_GIN_TYPE=2)
+		extra_x=("${gin_x[@]}")
 		for nc in 2: "2:--dispatch-dtype fp8_e4m3" "2:-L rm" "2:-t 1" "2:-t 7 -d 2304 -k 5 -e 40" "2:--cuda-graph" \
 			4: "4:-L rm --dispatch-dtype fp8_e4m3" "8:--dispatch-dtype fp8_e4m3"; do
 			n=${nc%%:*} c=${nc#*:}
@@ -212,12 +213,21 @@ if [ -n "$mps" ]; then
 		# A GIN backend that stops making progress holds a kernel in NCCL's
 		# unbounded waits: the host reports it (exit 4) after --timeout-ms
 		# and the margin, and does not wait for ever.
-		extra_x+=(-x EPBENCH_RMA_STALL_AFTER=300)
+		extra_x=("${gin_x[@]}" -x EPBENCH_RMA_STALL_AFTER=300)
 		mps_run "gin stalled backend" 120 2 -n -w 3 -i 40 --timeout-ms 2000 "${ptx_args[@]}"
 		ok=0
 		[ $mps_rc -eq 4 ] && grep -q 'stopped making progress' "$out/run.txt" && ok=1
 		mps_result "gin stalled backend" $ok "exit 4 after ${mps_secs} s"
 		[ $ok = 0 ] || mps_start # a run that ends with kernels held can leave MPS unusable
+		# The same in the timed pairs back to back, where the first wait
+		# after the stall is a validated pair's copy, not a stream sync.
+		extra_x=("${gin_x[@]}" -x EPBENCH_RMA_STALL_AFTER=1500)
+		mps_run "gin stalled backend, validated back to back" 120 2 -n -V --back-to-back --validate-every 2 -w 3 -i 60 \
+			--timeout-ms 2000 "${ptx_args[@]}"
+		ok=0
+		[ $mps_rc -eq 4 ] && grep -q 'stopped making progress' "$out/run.txt" && ok=1
+		mps_result "gin stalled backend, validated back to back" $ok "exit 4 after ${mps_secs} s"
+		[ $ok = 0 ] || mps_start
 		extra_x=()
 	elif [ -n "$gin" ] || [ -n "${NCCL_HOME:-}" ]; then
 		results+=("gin|needs NCCL_HOME and the test plugin's build (scripts/rma-plugin.sh)|FAIL")
