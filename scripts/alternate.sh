@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Times kernel builds alternated, as docs/PERF.md's kernel entries are measured: every round runs each
+# configuration with every build in turn (one mpirun each), so that a drift of the GPU or the node over the
+# minutes of the measurement falls on all builds alike. A build is NAME=DIR (its PTX, loaded with --ptx-dir;
+# scripts/ptx.sh nvcc DIR builds it) or NAME=embedded (the kernels in the binary). Prints, per configuration and
+# build, the kernel timer's dispatch and combine averages over the rounds as min–max (us), a markdown table.
+# With -V, each build first runs each configuration once validated (-w 3 -i 20 -V), and a build that does not
+# pass is not timed: a time counts only for kernels whose results are right.
+# Usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-n NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded...
+#   -r rounds (default 3), -i timed iterations per run (default 300), -n ranks (default 1),
+#   -c one configuration's epbench flags (repeatable; default: the defaults, '').
+# Environment: EPBENCH (default bin/epbench), MPIRUN (default mpirun), MPIRUN_ARGS, LIMIT (seconds per run,
+# default 120). Exit 0 when every run gave its numbers, 1 when one failed (FAIL in its cell), 2 on bad usage.
+set -uo pipefail
+
+usage() {
+	echo "alternate: $*" >&2
+	echo "usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-n NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded..." >&2
+	exit 2
+}
+
+rounds=3 iters=300 np=1 validate=
+configs=()
+while getopts "r:i:n:c:V" opt; do
+	case $opt in
+	r) rounds=$OPTARG ;;
+	i) iters=$OPTARG ;;
+	n) np=$OPTARG ;;
+	c) configs+=("$OPTARG") ;;
+	V) validate=1 ;;
+	*) usage "unknown option" ;;
+	esac
+done
+shift $((OPTIND - 1))
+for v in "$rounds" "$iters" "$np"; do
+	[[ $v =~ ^[1-9][0-9]*$ ]] || usage "-r, -i and -n take a positive count, got '$v'"
+done
+[ $# -ge 1 ] || usage "no build named"
+[ ${#configs[@]} -gt 0 ] || configs=("")
+
+names=() dirs=()
+for b in "$@"; do
+	[[ $b == *=* ]] || usage "a build is NAME=DIR or NAME=embedded, got '$b'"
+	name=${b%%=*} dir=${b#*=}
+	[ -n "$name" ] && [ -n "$dir" ] || usage "a build is NAME=DIR or NAME=embedded, got '$b'"
+	for n in "${names[@]}"; do [ "$n" != "$name" ] || usage "build $name named twice"; done
+	if [ "$dir" != embedded ]; then
+		[ -d "$dir" ] || usage "build $name: no folder $dir"
+		compgen -G "$dir/*.ptx" >/dev/null || usage "build $name: no PTX in $dir"
+	fi
+	names+=("$name") dirs+=("$dir")
+done
+
+epbench=${EPBENCH:-bin/epbench}
+mpirun=${MPIRUN:-mpirun}
+root=()
+[ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+
+# run BUILD-INDEX FLAGS...: one mpirun of the build; its output in $out.
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+run() {
+	local i=$1
+	shift
+	local ptx=()
+	[ "${dirs[$i]}" = embedded ] || ptx=(--ptx-dir "${dirs[$i]}")
+	# shellcheck disable=SC2086
+	timeout -k 5 "${LIMIT:-120}" "$mpirun" "${root[@]}" -np "$np" ${MPIRUN_ARGS:-} "$epbench" "${ptx[@]}" "$@" >"$out" 2>&1
+}
+
+# kernel PHASE: the kernel timer's average of Dispatch or Combine in $out.
+kernel() {
+	sed -n '/^--- Kernel-only performance ---/,/^$/p' "$out" | sed -n "s/^$1: *avg=\([0-9.]*\) us.*/\1/p" | head -1
+}
+
+status=0
+declare -A cells skip
+if [ -n "$validate" ]; then
+	for c in "${configs[@]}"; do
+		for i in "${!names[@]}"; do
+			# shellcheck disable=SC2086
+			run "$i" -w 3 -i 20 -V $c
+			rc=$?
+			if [ $rc -ne 0 ] || ! grep -q 'Global validation: Dispatch=PASSED, Combine=PASSED' "$out"; then
+				echo "alternate: ${names[$i]} [${c:-defaults}] did not validate (exit $rc):" >&2
+				tail -5 "$out" >&2
+				skip[$i]=1
+				status=1
+			fi
+		done
+	done
+fi
+
+for ((r = 1; r <= rounds; r++)); do
+	for ci in "${!configs[@]}"; do
+		for i in "${!names[@]}"; do
+			[ -z "${skip[$i]:-}" ] || continue
+			# shellcheck disable=SC2086
+			run "$i" -i "$iters" ${configs[$ci]}
+			rc=$?
+			d=$(kernel Dispatch) c=$(kernel Combine)
+			if [ $rc -ne 0 ] || [ -z "$d" ] || [ -z "$c" ]; then
+				echo "alternate: round $r, ${names[$i]} [${configs[$ci]:-defaults}]: exit $rc, no kernel times:" >&2
+				tail -5 "$out" >&2
+				cells[$ci,$i]+=" FAIL"
+				status=1
+				continue
+			fi
+			echo "round $r [${configs[$ci]:-defaults}] ${names[$i]}: dispatch $d combine $c us" >&2
+			cells[$ci,$i]+=" $d/$c"
+		done
+	done
+done
+
+# span VALUES FIELD: min–max (or the one value) of field 1 or 2 of "d/c" pairs; FAIL if any run failed.
+span() {
+	echo "$1" | tr ' ' '\n' | awk -F/ -v f="$2" '
+		$0 == "" { next }
+		$0 == "FAIL" { fail = 1; next }
+		{
+			v = $f + 0
+			if (n == 0 || v < lo) { lo = v; los = $f }
+			if (n == 0 || v > hi) { hi = v; his = $f }
+			n++
+		}
+		END {
+			if (fail) { print "FAIL"; exit }
+			if (n == 0) { print "—"; exit }
+			print (los == his ? los : los "–" his)
+		}'
+}
+
+header="| flags |" rule="|---|"
+for n in "${names[@]}"; do header+=" $n |" rule+="---|"; done
+echo "$header"
+echo "$rule"
+for ci in "${!configs[@]}"; do
+	row="| ${configs[$ci]:-defaults} |"
+	for i in "${!names[@]}"; do
+		if [ -n "${skip[$i]:-}" ]; then
+			row+=" not valid |"
+			continue
+		fi
+		v=${cells[$ci,$i]:-}
+		row+=" $(span "$v" 1) / $(span "$v" 2) |"
+	done
+	echo "$row"
+done
+echo
+echo "kernel timer, dispatch / combine avg (us), min–max over $rounds rounds of -i $iters at $np rank(s), builds alternated"
+exit $status

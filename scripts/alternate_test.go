@@ -1,0 +1,163 @@
+package scripts
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeMPIRun drops mpirun's own options and runs the program after -np N.
+const fakeMPIRun = `#!/bin/sh
+while [ $# -gt 0 ] && [ "$1" != "-np" ]; do shift; done
+shift 2
+exec "$@"
+`
+
+// fakeEpbench logs each call's arguments and prints ep_bench's kernel
+// section: dispatch BASE + 0.01 per earlier call of the same build and
+// flags (so rounds differ), combine 1 less. The build is the --ptx-dir
+// folder's name (base 6 for "a", 7 for "b") or embedded (base 8). -V prints
+// the validation line, failed for a build named "bad"; flags with -t 9
+// fail (exit 4).
+const fakeEpbench = `#!/bin/sh
+echo "$*" >> "$LOG"
+build=embedded
+[ "$1" = --ptx-dir ] && build=$(basename "$2")
+case " $* " in *" -t 9 "*) echo "epbench: error: a peer did not arrive" >&2; exit 4 ;; esac
+case " $* " in *" -V "*)
+	if [ "$build" = bad ]; then echo "Global validation: Dispatch=FAILED, Combine=PASSED"; exit 3; fi
+	echo "Global validation: Dispatch=PASSED, Combine=PASSED"; exit 0 ;;
+esac
+n=$(grep -cxF -- "$*" "$LOG")
+base=8; [ "$build" = a ] && base=6; [ "$build" = b ] && base=7
+d=$(awk -v b=$base -v n=$n 'BEGIN { printf "%.2f", b + 0.01 * (n - 1) }')
+c=$(awk -v b=$base -v n=$n 'BEGIN { printf "%.2f", b - 1 + 0.01 * (n - 1) }')
+printf -- '--- Host-observed performance ---\nDispatch (BF16):  avg=99.00 us, min=1 us, max=2 us\n\n'
+printf -- '--- Kernel-only performance ---\nDispatch:    avg=%s us, min=1.00 us, max=9.00 us\n' "$d"
+printf '                  throughput: avg=1 GB/s\nCombine:     avg=%s us, min=1.00 us, max=9.00 us\n\nByte counts: x\n' "$c"
+`
+
+type alternateRig struct {
+	t        *testing.T
+	dir, log string
+}
+
+func newAlternateRig(t *testing.T) *alternateRig {
+	t.Helper()
+	r := &alternateRig{t: t, dir: t.TempDir()}
+	r.log = filepath.Join(r.dir, "calls.log")
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "mpirun"), []byte(fakeMPIRun), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "epbench"), []byte(fakeEpbench), 0o755))
+	require.NoError(t, os.WriteFile(r.log, nil, 0o644))
+	for _, b := range []string{"a", "b", "bad"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(r.dir, b), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(r.dir, b, "ll_x.ptx"), []byte("// ptx\n"), 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(r.dir, "empty"), 0o755))
+	return r
+}
+
+// run runs alternate.sh with args: its stdout, stderr and exit code.
+func (r *alternateRig) run(args ...string) (string, string, int) {
+	r.t.Helper()
+	cmd := exec.Command("bash", append([]string{"alternate.sh"}, args...)...)
+	cmd.Env = append(os.Environ(), "MPIRUN="+filepath.Join(r.dir, "mpirun"), "EPBENCH="+filepath.Join(r.dir, "epbench"),
+		"LOG="+r.log, "LIMIT=20")
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(r.t, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (r *alternateRig) calls() []string {
+	r.t.Helper()
+	b, err := os.ReadFile(r.log)
+	require.NoError(r.t, err)
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+func TestAlternateRunsBuildsInTurnAndTabulatesRounds(t *testing.T) {
+	r := newAlternateRig(t)
+	a, b := filepath.Join(r.dir, "a"), filepath.Join(r.dir, "b")
+	out, errs, code := r.run("-r", "3", "-i", "50", "-c", "", "-c", "-t 1", "A="+a, "B="+b, "E=embedded")
+	require.Equal(t, 0, code, "stderr:\n%s", errs)
+
+	// Each round: every configuration, every build in turn.
+	var want []string
+	for range 3 {
+		for _, c := range []string{"-i 50", "-i 50 -t 1"} {
+			want = append(want, "--ptx-dir "+a+" "+c, "--ptx-dir "+b+" "+c, c)
+		}
+	}
+	assert.Equal(t, want, r.calls())
+
+	// Three rounds: 6.00, 6.01, 6.02 for A, and so on.
+	assert.Contains(t, out, "| flags | A | B | E |\n|---|---|---|---|\n")
+	assert.Contains(t, out, "| defaults | 6.00–6.02 / 5.00–5.02 | 7.00–7.02 / 6.00–6.02 | 8.00–8.02 / 7.00–7.02 |\n")
+	assert.Contains(t, out, "| -t 1 | 6.00–6.02 / 5.00–5.02 | 7.00–7.02 / 6.00–6.02 | 8.00–8.02 / 7.00–7.02 |\n")
+	assert.Contains(t, out, "min–max over 3 rounds of -i 50 at 1 rank(s)")
+	assert.Contains(t, errs, "round 2 [-t 1] B: dispatch 7.01 combine 6.01 us")
+}
+
+func TestAlternateOneRoundPrintsOneValue(t *testing.T) {
+	r := newAlternateRig(t)
+	out, errs, code := r.run("-r", "1", "A="+filepath.Join(r.dir, "a"))
+	require.Equal(t, 0, code, "stderr:\n%s", errs)
+	assert.Contains(t, out, "| defaults | 6.00 / 5.00 |\n")
+	assert.Equal(t, []string{"--ptx-dir " + filepath.Join(r.dir, "a") + " -i 300"}, r.calls())
+}
+
+func TestAlternateTimesOnlyBuildsThatValidate(t *testing.T) {
+	r := newAlternateRig(t)
+	a, bad := filepath.Join(r.dir, "a"), filepath.Join(r.dir, "bad")
+	out, errs, code := r.run("-V", "-r", "2", "A="+a, "X="+bad)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "alternate: X [defaults] did not validate (exit 3)")
+	assert.Contains(t, out, "| defaults | 6.00–6.01 / 5.00–5.01 | not valid |\n")
+	assert.Equal(t, []string{
+		"--ptx-dir " + a + " -w 3 -i 20 -V", "--ptx-dir " + bad + " -w 3 -i 20 -V",
+		"--ptx-dir " + a + " -i 300", "--ptx-dir " + a + " -i 300",
+	}, r.calls(), "the build that did not validate was timed")
+}
+
+func TestAlternateMarksAFailedRun(t *testing.T) {
+	r := newAlternateRig(t)
+	out, errs, code := r.run("-r", "2", "-c", "-t 9", "-c", "-t 2", "A="+filepath.Join(r.dir, "a"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "alternate: round 1, A [-t 9]: exit 4, no kernel times")
+	assert.Contains(t, out, "| -t 9 | FAIL / FAIL |\n")
+	assert.Contains(t, out, "| -t 2 | 6.00–6.01 / 5.00–5.01 |\n")
+}
+
+func TestAlternateRefusesBadUsage(t *testing.T) {
+	r := newAlternateRig(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no build named"},
+		{[]string{"A"}, "a build is NAME=DIR or NAME=embedded, got 'A'"},
+		{[]string{"=x"}, "a build is NAME=DIR or NAME=embedded"},
+		{[]string{"A=" + filepath.Join(r.dir, "nope")}, "build A: no folder"},
+		{[]string{"A=" + filepath.Join(r.dir, "empty")}, "build A: no PTX in"},
+		{[]string{"A=embedded", "A=" + filepath.Join(r.dir, "a")}, "build A named twice"},
+		{[]string{"-r", "0", "A=embedded"}, "positive count, got '0'"},
+		{[]string{"-i", "x", "A=embedded"}, "positive count, got 'x'"},
+	} {
+		_, errs, code := r.run(tc.args...)
+		assert.Equal(t, 2, code, "%q", tc.args)
+		assert.Contains(t, errs, tc.want, "%q", tc.args)
+	}
+	assert.Equal(t, []string{""}, r.calls(), "a refused invocation ran something")
+}
