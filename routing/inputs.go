@@ -65,11 +65,8 @@ func TokenRow(rank, t, hidden int) ([]uint16, error) {
 }
 
 // TokenRows returns rank's validation tokens, [tokens, hidden] row-major
-// (generation 0).
-func TokenRows(rank, tokens, hidden int) ([]uint16, error) { return Rows(rank, tokens, hidden, 0) }
-
-// Rows returns rank's rows of generation gen, [tokens, hidden] row-major.
-func Rows(rank, tokens, hidden, gen int) ([]uint16, error) {
+// (generation 0; FillRows writes another generation's into a buffer).
+func TokenRows(rank, tokens, hidden int) ([]uint16, error) {
 	if tokens < 1 {
 		return nil, fmt.Errorf("routing: tokens must be positive, got %d", tokens)
 	}
@@ -83,7 +80,7 @@ func Rows(rank, tokens, hidden, gen int) ([]uint16, error) {
 		return nil, fmt.Errorf("routing: %d tokens of hidden %d overflow", tokens, hidden)
 	}
 	rows := make([]uint16, tokens*hidden)
-	if err := FillRows(rows, rank, hidden, gen); err != nil {
+	if err := FillRows(rows, rank, hidden, 0); err != nil {
 		return nil, err
 	}
 	return rows, nil
