@@ -107,7 +107,7 @@ var configInts = []configInt{
 		def: 128, lo: 1, hi: MaxTokens, usage: "tokens per rank"},
 		func(c *Config) *int { return &c.Tokens }},
 	{intFlag{name: "hidden", short: "d", env: "EPBENCH_HIDDEN",
-		def: 7168, lo: 1, hi: MaxHidden, multiple: HiddenAlign, usage: "hidden size, a multiple of 128 from 256"},
+		def: 7168, lo: 1, hi: MaxHidden, multiple: HiddenAlign, usage: "hidden size, a multiple of 128 (epbench runs from 256)"},
 		func(c *Config) *int { return &c.Hidden }},
 	{intFlag{name: "num-topk", short: "k", alias: "top-k", env: "EPBENCH_TOPK",
 		def: 8, lo: 1, hi: MaxTopK, usage: "experts selected per token"},

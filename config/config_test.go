@@ -98,7 +98,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--seed", "0xZZ"}, nil, `--seed: must be an unsigned 32-bit integer, got "0xZZ"`},
 		{[]string{"--seed="}, nil, `--seed: must be an unsigned 32-bit integer, got ""`},
 
-		// validation needs two 128-channel blocks
+		// a token row carries its index in its last 128 channels: hidden from 256; --validate-every within --num-iters
 		{[]string{"-d", "128"}, nil, `--hidden: must be at least 256 (a token row carries its token index in its last 128 channels), got 128`},
 		{[]string{"-V", "-d", "128"}, nil, `--hidden: must be at least 256 (a token row carries its token index in its last 128 channels), got 128`},
 		{[]string{"--validate-every", "100", "-i", "10"}, nil, `--validate-every: must not exceed --num-iters, got 100 > 10: no timed iteration would be checked`},
