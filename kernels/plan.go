@@ -141,10 +141,6 @@ func NewPlan(s Setup) (*Plan, error) {
 			LinesVerifiedCC + " linked by NVLink (a 128-byte line must arrive whole); use auto, fenced or inline"}
 	}
 	p := &Plan{Setup: s}
-	// Peers through GIN take the GIN build, of the fenced protocols only:
-	// there lines are no choice, whatever the links deliver (an explicit
-	// --protocol lines was refused above).
-	p.LinesVerified = s.LinesVerified && !s.GIN
 	p.layout()
 	R, T, H, K, L := int64(s.Ranks), int64(c.Tokens), int64(c.Hidden), int64(c.TopK), int64(c.Experts/s.Ranks)
 	routings := max(c.Reroute, 1)
@@ -193,11 +189,16 @@ func (p *Plan) Memory() int64 { return p.SymBytes() + p.Local.Total() }
 // TraceBytes is the phase stamps of one call of a kernel (the largest grid).
 func (p *Plan) TraceBytes() int64 { return int64(p.Grid) * TracePoints * 8 }
 
+// fencedOnly: peers through GIN take the GIN build, of the fenced
+// protocols only, whatever the links deliver (an explicit --protocol lines
+// or inline is refused with GIN by NewPlan and config).
+func (p *Plan) fencedOnly() bool { return p.GIN }
+
 // inlineUpTo is the most tokens per rank that use the inline protocol (0:
 // none): up to config.InlineMaxTokens with --protocol inline; with auto,
 // up to InlineMaxBytes of rows.
 func (p *Plan) inlineUpTo() int {
-	if p.GIN { // the GIN build is of the fenced protocols only
+	if p.fencedOnly() {
 		return 0
 	}
 	switch p.Cfg.Protocol {
@@ -220,7 +221,7 @@ func (p *Plan) Inline(tokens int) bool { return tokens <= p.inlineUpTo() }
 // only where a lines message fits the inline dispatch slot it uses.
 func (p *Plan) DispatchLines(tokens int) bool {
 	c := p.Cfg
-	if !p.LinesVerified || p.Inline(tokens) || LinesSlotBytes(c.TopK, c.Hidden) > InlineSlotBytes(c.TopK, c.Hidden) {
+	if p.fencedOnly() || !p.LinesVerified || p.Inline(tokens) || LinesSlotBytes(c.TopK, c.Hidden) > InlineSlotBytes(c.TopK, c.Hidden) {
 		return false
 	}
 	return c.Protocol == config.ProtocolLines || (c.Protocol == config.ProtocolAuto && c.DispatchDtype == config.DtypeBF16)
@@ -231,7 +232,7 @@ func (p *Plan) DispatchLines(tokens int) bool {
 // or auto, for either combine mode and dispatch dtype (the rows are bf16
 // either way).
 func (p *Plan) CombineLines(tokens int) bool {
-	if !p.LinesVerified || p.Inline(tokens) {
+	if p.fencedOnly() || !p.LinesVerified || p.Inline(tokens) {
 		return false
 	}
 	return p.Cfg.Protocol == config.ProtocolLines || p.Cfg.Protocol == config.ProtocolAuto
