@@ -8,12 +8,10 @@ import (
 )
 
 // The GIN modules are built against the NCCL device headers whose device
-// communicator the host asks NCCL for: the same version and size.
+// communicator the host asks NCCL for (their sizes are held equal at
+// compile time, gpu/gin.go, which `make build` compiles).
 func TestGINModulesMatchTheHostsDeviceCommunicator(t *testing.T) {
 	if v := nccl.ParseVersion(kernels.NCCLVersion); v != nccl.GINHeadersVersion {
 		t.Errorf("kernels/nccl.version is NCCL %s, the host asks for NCCL %s's device communicator", v, nccl.GINHeadersVersion)
-	}
-	if kernels.DevCommBytes != nccl.DevCommBytes {
-		t.Errorf("kernels.DevCommBytes %d, nccl.DevCommBytes %d", kernels.DevCommBytes, nccl.DevCommBytes)
 	}
 }
