@@ -33,7 +33,9 @@ func check(call string, r C.int) error {
 // Streams, events, memsets and copies go through gorgonia.org/cu: it has
 // the calls and, measured on an H200, costs nothing over a wrapper of our
 // own (docs/DESIGN.md, "gorgonia/cu and our wrappers"). Launches, graphs,
-// modules, IPC, mapped host memory and the profiler go through ours.
+// modules, IPC, mapped host memory, the profiler and the polled stream and
+// event queries (gorgonia/cu's "not ready" is an error value, allocated per
+// poll) go through ours.
 
 // Stream is a non-blocking CUDA stream.
 type Stream struct{ s cu.Stream }
