@@ -4,36 +4,42 @@
 # minutes of the measurement falls on all builds alike. A build is NAME=DIR (its PTX, loaded with --ptx-dir;
 # scripts/ptx.sh nvcc DIR builds it) or NAME=embedded (the kernels in the binary). Prints, per configuration and
 # build, the kernel timer's dispatch and combine averages over the rounds as min–max (us), a markdown table.
-# With -V, each build first runs each configuration once validated (-w 3 -i 20 -V), and a build that does not
-# pass is not timed: a time counts only for kernels whose results are right.
-# Usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-n NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded...
-#   -r rounds (default 3), -i timed iterations per run (default 300), -n ranks (default 1),
-#   -c one configuration's epbench flags (repeatable; default: the defaults, '').
+# With -V, each build first runs each configuration once validated (-w 3 -i 20 -V), and a build is not timed on
+# a configuration it did not pass: a time counts only for kernels whose results are right.
+# Usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-p NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded...
+#   -r rounds (default 3), -i timed iterations per run (default 300), -p ranks (mpirun -np, default 1),
+#   -c one configuration's epbench flags (repeatable; default: the defaults, ''), -h this help.
 # Environment: EPBENCH (default bin/epbench), MPIRUN (default mpirun), MPIRUN_ARGS, LIMIT (seconds per run,
 # default 120). Exit 0 when every run gave its numbers, 1 when one failed (FAIL in its cell), 2 on bad usage.
 set -uo pipefail
 
+synopsis="usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-p NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded..."
 usage() {
 	echo "alternate: $*" >&2
-	echo "usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-n NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded..." >&2
+	echo "$synopsis" >&2
 	exit 2
 }
 
 rounds=3 iters=300 np=1 validate=
 configs=()
-while getopts "r:i:n:c:V" opt; do
+while getopts ":r:i:p:c:Vh" opt; do
 	case $opt in
 	r) rounds=$OPTARG ;;
 	i) iters=$OPTARG ;;
-	n) np=$OPTARG ;;
+	p) np=$OPTARG ;;
 	c) configs+=("$OPTARG") ;;
 	V) validate=1 ;;
-	*) usage "unknown option" ;;
+	h)
+		sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"
+		exit 0
+		;;
+	:) usage "-$OPTARG needs a value" ;;
+	*) usage "unknown option -$OPTARG" ;;
 	esac
 done
 shift $((OPTIND - 1))
 for v in "$rounds" "$iters" "$np"; do
-	[[ $v =~ ^[1-9][0-9]*$ ]] || usage "-r, -i and -n take a positive count, got '$v'"
+	[[ $v =~ ^[1-9][0-9]*$ ]] || usage "-r, -i and -p take a positive count, got '$v'"
 done
 [ $# -ge 1 ] || usage "no build named"
 [ ${#configs[@]} -gt 0 ] || configs=("")
@@ -53,19 +59,31 @@ done
 
 epbench=${EPBENCH:-bin/epbench}
 mpirun=${MPIRUN:-mpirun}
+[ -x "$epbench" ] || usage "no epbench at $epbench (make build, or set EPBENCH)"
+command -v "$mpirun" >/dev/null || usage "no $mpirun (set MPIRUN)"
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 
-# run BUILD-INDEX FLAGS...: one mpirun of the build; its output in $out.
+# run BUILD-INDEX FLAGS...: one mpirun of the build; its output in $out. It
+# runs in the background and is waited for, so that an interrupt (which
+# timeout, in a process group of its own, would not see) stops it and the
+# script at once.
 out=$(mktemp)
+child=
 trap 'rm -f "$out"' EXIT
+trap '[ -z "$child" ] || kill -TERM "$child" 2>/dev/null; echo "alternate: interrupted" >&2; exit 130' INT TERM
 run() {
 	local i=$1
 	shift
 	local ptx=()
 	[ "${dirs[$i]}" = embedded ] || ptx=(--ptx-dir "${dirs[$i]}")
 	# shellcheck disable=SC2086
-	timeout -k 5 "${LIMIT:-120}" "$mpirun" "${root[@]}" -np "$np" ${MPIRUN_ARGS:-} "$epbench" "${ptx[@]}" "$@" >"$out" 2>&1
+	timeout -k 5 "${LIMIT:-120}" "$mpirun" "${root[@]}" -np "$np" ${MPIRUN_ARGS:-} "$epbench" "${ptx[@]}" "$@" >"$out" 2>&1 &
+	child=$!
+	wait "$child"
+	local rc=$?
+	child=
+	return $rc
 }
 
 # kernel PHASE: the kernel timer's average of Dispatch or Combine in $out.
@@ -76,15 +94,15 @@ kernel() {
 status=0
 declare -A cells skip
 if [ -n "$validate" ]; then
-	for c in "${configs[@]}"; do
+	for ci in "${!configs[@]}"; do
 		for i in "${!names[@]}"; do
 			# shellcheck disable=SC2086
-			run "$i" -w 3 -i 20 -V $c
+			run "$i" -w 3 -i 20 -V ${configs[$ci]}
 			rc=$?
 			if [ $rc -ne 0 ] || ! grep -q 'Global validation: Dispatch=PASSED, Combine=PASSED' "$out"; then
-				echo "alternate: ${names[$i]} [${c:-defaults}] did not validate (exit $rc):" >&2
+				echo "alternate: ${names[$i]} [${configs[$ci]:-defaults}] did not validate (exit $rc):" >&2
 				tail -5 "$out" >&2
-				skip[$i]=1
+				skip[$ci,$i]=1
 				status=1
 			fi
 		done
@@ -94,7 +112,7 @@ fi
 for ((r = 1; r <= rounds; r++)); do
 	for ci in "${!configs[@]}"; do
 		for i in "${!names[@]}"; do
-			[ -z "${skip[$i]:-}" ] || continue
+			[ -z "${skip[$ci,$i]:-}" ] || continue
 			# shellcheck disable=SC2086
 			run "$i" -i "$iters" ${configs[$ci]}
 			rc=$?
@@ -137,7 +155,7 @@ echo "$rule"
 for ci in "${!configs[@]}"; do
 	row="| ${configs[$ci]:-defaults} |"
 	for i in "${!names[@]}"; do
-		if [ -n "${skip[$i]:-}" ]; then
+		if [ -n "${skip[$ci,$i]:-}" ]; then
 			row+=" not valid |"
 			continue
 		fi

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,6 +132,39 @@ func TestAlternateTimesOnlyBuildsThatValidate(t *testing.T) {
 	}, r.calls(), "the build that did not validate was timed")
 }
 
+func TestAlternateSkipsOnlyTheConfigurationABuildFailed(t *testing.T) {
+	r := newAlternateRig(t)
+	a := filepath.Join(r.dir, "a")
+	out, errs, code := r.run("-V", "-r", "1", "-c", "", "-c", "-t 9", "A="+a)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "alternate: A [-t 9] did not validate (exit 4)")
+	assert.Contains(t, out, "| defaults | 6.00 / 5.00 |\n| -t 9 | not valid |\n")
+	assert.Equal(t, []string{"--ptx-dir " + a + " -w 3 -i 20 -V", "--ptx-dir " + a + " -w 3 -i 20 -V -t 9",
+		"--ptx-dir " + a + " -i 300"}, r.calls())
+}
+
+func TestAlternateStopsWhenInterrupted(t *testing.T) {
+	r := newAlternateRig(t)
+	slow := filepath.Join(r.dir, "slow")
+	require.NoError(t, os.WriteFile(slow, []byte("#!/bin/sh\necho \"$*\" >> \"$LOG\"\nexec sleep 30\n"), 0o755))
+	cmd := exec.Command("bash", "alternate.sh", "-r", "3", "A=embedded")
+	cmd.Env = append(os.Environ(), "MPIRUN="+filepath.Join(r.dir, "mpirun"), "EPBENCH="+slow, "LOG="+r.log)
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.calls()) < 1 || r.calls()[0] == "" {
+		require.True(t, time.Now().Before(deadline), "the first run never started")
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 130, ee.ExitCode())
+	assert.Less(t, time.Since(start), 5*time.Second, "the interrupt waited for the run")
+	assert.Len(t, r.calls(), 1, "runs started after the interrupt")
+}
+
 func TestAlternateMarksAFailedRun(t *testing.T) {
 	r := newAlternateRig(t)
 	out, errs, code := r.run("-r", "2", "-c", "-t 9", "-c", "-t 2", "A="+filepath.Join(r.dir, "a"))
@@ -154,10 +188,24 @@ func TestAlternateRefusesBadUsage(t *testing.T) {
 		{[]string{"A=embedded", "A=" + filepath.Join(r.dir, "a")}, "build A named twice"},
 		{[]string{"-r", "0", "A=embedded"}, "positive count, got '0'"},
 		{[]string{"-i", "x", "A=embedded"}, "positive count, got 'x'"},
+		{[]string{"-r"}, "-r needs a value"},
+		{[]string{"-x", "A=embedded"}, "unknown option -x"},
 	} {
 		_, errs, code := r.run(tc.args...)
 		assert.Equal(t, 2, code, "%q", tc.args)
 		assert.Contains(t, errs, tc.want, "%q", tc.args)
 	}
 	assert.Equal(t, []string{""}, r.calls(), "a refused invocation ran something")
+
+	cmd := exec.Command("bash", "alternate.sh", "A=embedded")
+	cmd.Env = append(os.Environ(), "EPBENCH="+filepath.Join(r.dir, "nope"), "MPIRUN="+filepath.Join(r.dir, "mpirun"))
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 2, ee.ExitCode())
+	assert.Contains(t, string(b), "alternate: no epbench at "+filepath.Join(r.dir, "nope"))
+
+	help, err := exec.Command("bash", "alternate.sh", "-h").Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(help), "Usage: scripts/alternate.sh")
 }
