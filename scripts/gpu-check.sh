@@ -212,22 +212,22 @@ if [ -n "$mps" ]; then
 		done
 		# A GIN backend that stops making progress holds a kernel in NCCL's
 		# unbounded waits: the host reports it (exit 4) after --timeout-ms
-		# and the margin, and does not wait for ever.
-		extra_x=("${gin_x[@]}" -x EPBENCH_RMA_STALL_AFTER=300)
-		mps_run "gin stalled backend" 120 2 -n -w 3 -i 40 --timeout-ms 2000 "${ptx_args[@]}"
-		ok=0
-		[ $mps_rc -eq 4 ] && grep -q 'stopped making progress' "$out/run.txt" && ok=1
-		mps_result "gin stalled backend" $ok "exit 4 after ${mps_secs} s"
-		[ $ok = 0 ] || mps_start # a run that ends with kernels held can leave MPS unusable
-		# The same in the timed pairs back to back, where the first wait
-		# after the stall is a validated pair's copy, not a stream sync.
-		extra_x=("${gin_x[@]}" -x EPBENCH_RMA_STALL_AFTER=1500)
-		mps_run "gin stalled backend, validated back to back" 120 2 -n -V --back-to-back --validate-every 2 -w 3 -i 60 \
-			--timeout-ms 2000 "${ptx_args[@]}"
-		ok=0
-		[ $mps_rc -eq 4 ] && grep -q 'stopped making progress' "$out/run.txt" && ok=1
-		mps_result "gin stalled backend, validated back to back" $ok "exit 4 after ${mps_secs} s"
-		[ $ok = 0 ] || mps_start
+		# and the margin, and does not wait for ever. stalled NAME PUTS
+		# ARGS...: 2 ranks, the plugin stopping after PUTS puts.
+		stalled() {
+			local name=$1 puts=$2
+			shift 2
+			extra_x=("${gin_x[@]}" -x EPBENCH_RMA_STALL_AFTER="$puts")
+			mps_run "$name" 120 2 -n "$@" --timeout-ms 2000 "${ptx_args[@]}"
+			local ok=0
+			[ $mps_rc -eq 4 ] && grep -q 'stopped making progress' "$out/run.txt" && ok=1
+			mps_result "$name" $ok "exit 4 after ${mps_secs} s"
+			[ $ok = 0 ] || mps_start # a run that ends with kernels held can leave MPS unusable
+		}
+		stalled "gin stalled backend" 300 -w 3 -i 40
+		# In the timed pairs back to back the first wait after the stall is
+		# a validated pair's copy, not a stream sync.
+		stalled "gin stalled backend, validated back to back" 1500 -V --back-to-back --validate-every 2 -w 3 -i 60
 		extra_x=()
 	elif [ -n "$gin" ] || [ -n "${NCCL_HOME:-}" ]; then
 		results+=("gin|needs NCCL_HOME and the test plugin's build (scripts/rma-plugin.sh)|FAIL")
@@ -386,9 +386,9 @@ if [ ${#perf[@]} -gt 0 ]; then
 	echo "=== performance ($np ranks; kernel = CUPTI avg over ranks, us) ==="
 	printf '%-10s %-18s %5s %10s %10s %10s\n' dtype combine tokens kernel-D kernel-C host-D+C
 	for p in "${perf[@]}"; do echo "$p"; done
-	if [ -f "$out/default.txt" ] && [ -f "${REFERENCE:-../shared/reference/ll_t128_i50.ep_bench.out}" ]; then
+	if [ -f "$out/default.txt" ] && [ -f "${REFERENCE:-report/testdata/reference/ll_t128_i50.ep_bench.out}" ]; then
 		echo
-		bin/epbench compare --label epbench --label ep_bench "$out/default.txt" "${REFERENCE:-../shared/reference/ll_t128_i50.ep_bench.out}"
+		bin/epbench compare --label epbench --label ep_bench "$out/default.txt" "${REFERENCE:-report/testdata/reference/ll_t128_i50.ep_bench.out}"
 	fi
 	echo
 fi
