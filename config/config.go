@@ -198,7 +198,7 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]in
 	bindChoice(fs, "combine-mode", "", "combine `MODE`: rank_local_reduce or direct_send",
 		func() string { return c.CombineMode.String() },
 		func(s string) (err error) { c.CombineMode, err = ParseCombineMode(s); return err })
-	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag; up to 15 tokens per rank), fenced (one fence and release per operation), lines (128-byte lines that carry a flag: dispatch rows, combine's partials in rank_local_reduce and expert rows in direct_send), or auto (inline up to 32 KiB of token rows per rank; above, over NVLink, lines for a BF16 dispatch and for either combine mode, else fenced)",
+	bindChoice(fs, "protocol", "", "GPU signalling `PROTO`: inline (data carries a flag; up to 15 tokens per rank), fenced (one fence and release per operation), lines (128-byte lines that carry a flag: dispatch rows, combine's partials in rank_local_reduce and expert rows in direct_send), or auto (inline up to 32 KiB of token rows per rank; above, on one GPU or over NVLink between GPUs of compute capability 9.0, lines for a BF16 dispatch and for either combine mode, else fenced)",
 		func() string { return c.Protocol.String() },
 		func(s string) (err error) { c.Protocol, err = parseProtocol(s); return err })
 	bindInts("num-blocks", "max-num-sms", "dispatch-less-than-max-tokens")
