@@ -67,10 +67,16 @@ func (x *Exchange) AlltoallvActive(send []byte, sendCounts, sendDispls []int, re
 	}
 	pending, err := WaitDeadline(sends, time.Now().Add(100*time.Millisecond))
 	if err != nil && !errors.Is(err, ErrDeadlineExceeded) {
-		return missing, fmt.Errorf("the sends to %s: %w", ranklist.String(missing), err)
+		// WaitDeadline names a failed request by its index in sends,
+		// which is its rank's in missing.
+		return missing, fmt.Errorf("the sends to %s (their requests numbered in that order from 0): %w", ranklist.String(missing), err)
 	}
 	if len(pending) > 0 {
-		return missing, fmt.Errorf("rank %d: %w", missing[pending[0]], ErrGaveUpSend)
+		stuck := make([]int, len(pending))
+		for j, i := range pending {
+			stuck[j] = missing[i]
+		}
+		return missing, fmt.Errorf("%s: %w", ranklist.String(stuck), ErrGaveUpSend)
 	}
 	return missing, nil
 }
