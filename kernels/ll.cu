@@ -865,6 +865,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         }
         if (warp == 0) {
             if (__any_sync(0xffffffffu, !ok)) return;
+            __syncwarp();  // each lane acquired its peers' counters: order them before every lane's reads of partials
         } else {
             if (warp == 1 && __any_sync(0xffffffffu, !ok) && lane == 0) failed = 1;
             workers_sync();
@@ -1140,24 +1141,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             }
             if (inl) {
                 // Every unit of the batch that lacks the flag reloaded, all
-                // together, until none does (one round trip per poll); a
-                // handed-over partial taken once its worker warp says so.
+                // together, until none does (one round trip per poll); then
+                // the handed-over partial, once its worker warp says so.
                 for (uint32_t spins = 1;; spins++) {
                     bool done = true;
                     int waiting = 0;
 #pragma unroll
                     for (int b = 0; b < kBatch; b++) {
-                        if (b < nb && handb[b] && !ownb[b]) {
-                            if (*(volatile int*)&hand_ready[warp] != 0) {
-                                __threadfence_block();
-#pragma unroll
-                                for (int u = 0; u < kVecPerLane; u++) in[b][u] = hand_part[warp][lane][u];
-                                ownb[b] = true;
-                            } else {
-                                done = false;
-                                waiting = rankb[b];
-                            }
-                        }
 #pragma unroll
                         for (int u = 0; u < kVecPerLane; u++) {
                             if (b >= nb || v[u] < 0 || ownb[b] || handb[b]) continue;
@@ -1186,6 +1176,22 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                                 if (b < nb && v[u] >= 0 && !ownb[b] && masked(a.active, rankb[b]))
                                     in[b][u] = ihi[b][u] = make_uint4(0, flag, 0, flag);
                     }
+                }
+                // The own partial handed over by its worker warp, which
+                // waits for nothing (bounded all the same; never masked).
+#pragma unroll
+                for (int b = 0; b < kBatch; b++) {
+                    if (!(ok && b < nb && handb[b])) continue;
+                    for (uint32_t spins = 1; *(volatile int*)&hand_ready[warp] == 0; spins++)
+                        if ((spins & 255) == 0 && bound_reached(deadline, a.err, nullptr, kPhaseCombine, a.rank)) {
+                            ok = false;
+                            break;
+                        }
+                    if (!ok) break;
+                    __threadfence_block();
+#pragma unroll
+                    for (int u = 0; u < kVecPerLane; u++) in[b][u] = hand_part[warp][lane][u];
+                    ownb[b] = true;
                 }
                 if (__any_sync(0xffffffffu, !ok)) return;
 #pragma unroll
