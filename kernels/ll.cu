@@ -1142,13 +1142,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             if (inl) {
                 // Every unit of the batch that lacks the flag reloaded, all
                 // together, until none does (one round trip per poll); then
-                // the handed-over partial, once its worker warp says so. A
-                // batch without units (one rank, rank_local_reduce) jumps
-                // over the poll's code; direct_send's batches all have units.
-                bool units = !per_rank(a);
-#pragma unroll
-                for (int b = 0; b < kBatch; b++) units |= b < nb && !ownb[b] && !handb[b];
-                for (uint32_t spins = 1; units; spins++) {
+                // the handed-over partial, once its worker warp says so.
+                for (uint32_t spins = 1;; spins++) {
                     bool done = true;
                     int waiting = 0;
 #pragma unroll
