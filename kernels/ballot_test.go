@@ -3,9 +3,7 @@ package kernels
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -59,19 +57,7 @@ func partialBallots(src string) []string {
 func lineRef(line int, text string) string { return fmt.Sprintf("%d: %s", line, text) }
 
 func TestPartialBallotsAreMasked(t *testing.T) {
-	var names []string
-	for _, pat := range []string{"*.cu", "*.cuh"} {
-		m, err := filepath.Glob(pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, m...)
-	}
-	if len(names) == 0 {
-		t.Fatal("no kernel sources found")
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range kernelSources(t) {
 		b, err := os.ReadFile(n)
 		if err != nil {
 			t.Fatal(err)

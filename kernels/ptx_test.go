@@ -17,10 +17,8 @@ import (
 	"testing"
 )
 
-// sourceHash recomputes what scripts/ptx.sh stamps on variant v's file: for
-// each kernel source in sorted order its name, a newline and its bytes, then
-// "nvcc-flags: <flags>\n" and "variant: <defines>\n".
-func sourceHash(t *testing.T, v Variant) string {
+// kernelSources lists the kernel sources (*.cu, *.cuh), sorted by name.
+func kernelSources(t *testing.T) []string {
 	t.Helper()
 	var names []string
 	for _, pat := range []string{"*.cu", "*.cuh"} {
@@ -34,8 +32,16 @@ func sourceHash(t *testing.T, v Variant) string {
 		t.Fatal("no kernel sources found")
 	}
 	sort.Strings(names)
+	return names
+}
+
+// sourceHash recomputes what scripts/ptx.sh stamps on variant v's file: for
+// each kernel source in sorted order its name, a newline and its bytes, then
+// "nvcc-flags: <flags>\n" and "variant: <defines>\n".
+func sourceHash(t *testing.T, v Variant) string {
+	t.Helper()
 	h := sha256.New()
-	for _, n := range names {
+	for _, n := range kernelSources(t) {
 		b, err := os.ReadFile(n)
 		if err != nil {
 			t.Fatal(err)
