@@ -27,8 +27,9 @@ const (
 	// MinHidden: every token row carries its token index in the last 128
 	// channels and the sender's rank in the others (they are the rows
 	// validation checks, and the backends send them in every run), so a row
-	// needs at least two blocks.
-	MinHidden = 256
+	// needs at least two blocks: the narrowest multiple of HiddenAlign that
+	// holds routing.MinValidationHidden channels.
+	MinHidden = (routing.MinValidationHidden + HiddenAlign - 1) / HiddenAlign * HiddenAlign
 	// MaxTopK is the most experts one token may select.
 	MaxTopK = 32
 	// MaxExperts bounds the global expert count, well above any published

@@ -55,10 +55,6 @@ var ErrClosed = errors.New("cpuref: backend is closed")
 // tokens, so an absurd shape fails in New rather than exhausting memory.
 const maxLayoutBytes = 1 << 36
 
-// minHidden is the narrowest multiple of 128 that holds a validation token
-// row (routing.MinValidationHidden).
-const minHidden = (routing.MinValidationHidden + ScaleBlock - 1) / ScaleBlock * ScaleBlock
-
 // poison patterns: a quiet bf16 NaN, the E4M3 NaN, a float32 NaN, and -1 for
 // the integer outputs.
 const (
@@ -212,9 +208,9 @@ func checkShape(s ll.Shape, comm Exchanger) error {
 		return fmt.Errorf("cpuref: tokens %d outside [1, %d]", s.Tokens, config.MaxTokens)
 	case s.Own() < 0 || s.Own() > s.Tokens:
 		return fmt.Errorf("cpuref: rank %d dispatches %d tokens, outside [0, %d]", s.Rank, s.Own(), s.Tokens)
-	case s.Hidden%ScaleBlock != 0 || s.Hidden < routing.MinValidationHidden || s.Hidden > config.MaxHidden:
+	case s.Hidden%ScaleBlock != 0 || s.Hidden < config.MinHidden || s.Hidden > config.MaxHidden:
 		return fmt.Errorf("cpuref: hidden %d must be a multiple of %d in [%d, %d] (the token rows carry their rank and token id)",
-			s.Hidden, ScaleBlock, minHidden, config.MaxHidden)
+			s.Hidden, ScaleBlock, config.MinHidden, config.MaxHidden)
 	case s.Experts < s.Ranks || s.Experts%s.Ranks != 0 || s.Experts > config.MaxExperts:
 		return fmt.Errorf("cpuref: experts %d must be a positive multiple of the %d ranks, at most %d", s.Experts, s.Ranks, config.MaxExperts)
 	case s.TopK < 1 || s.TopK > config.MaxTopK || s.TopK > s.Experts:
