@@ -181,6 +181,11 @@ func (b *Backend) upload(s ll.Shape) error {
 func u16bytes(s []uint16) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 2*len(s))
 }
+
+// bytesU16 is b as uint16s (len(b) even; host buffers are aligned).
+func bytesU16(b []byte) []uint16 {
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/2)
+}
 func i32bytes(s []int32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
 }

@@ -67,11 +67,10 @@ func (b *Backend) Generation(g int) error {
 			return err
 		}
 	}
-	// The rows are written straight into the pinned buffer: this runs
-	// between timed pairs (--validate-every), where nothing allocates.
+	// The rows are written straight into the pinned buffer (no row buffer
+	// allocated per validated pair, which runs between timed pairs).
 	n := 2 * s.Tokens * s.Hidden
-	host := st.host.Bytes()[:n]
-	if err := routing.FillRows(unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(host))), n/2), s.Rank, s.Hidden, g); err != nil {
+	if err := routing.FillRows(bytesU16(st.host.Bytes()[:n]), s.Rank, s.Hidden, g); err != nil {
 		return err
 	}
 	if err := CopyToDeviceAsync(b.mem.xgen, st.host, 0, n, b.stream); err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu, index i
-// (at most TracePoints). "inline own parts": worker warp 1 computed its
+// (below TracePoints). "inline own parts": worker warp 1 computed its
 // own-rank items.
 var (
 	DispatchPhases = []string{"start", "sent", "signalled", "sources arrived", "end", "rows sent", "own rows"}
