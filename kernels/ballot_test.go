@@ -47,11 +47,17 @@ func partialBallots(src string) []string {
 			bad = append(bad, lineRef(line, text))
 			continue
 		}
-		if !strings.HasPrefix(strings.TrimLeft(rest[1:], " \t"), mask) {
+		// "& mask", the mask whole (not the start of a longer name).
+		after := strings.TrimLeft(rest[1:], " \t")
+		if !strings.HasPrefix(after, mask) || (len(after) > len(mask) && isIdent(after[len(mask)])) {
 			bad = append(bad, lineRef(line, text))
 		}
 	}
 	return bad
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 func lineRef(line int, text string) string { return fmt.Sprintf("%d: %s", line, text) }
@@ -78,6 +84,8 @@ func TestPartialBallotsFinds(t *testing.T) {
 		{"left &= ~(__ballot_sync(half, f(q, 1) == p) & half);", 0},
 		{"unsigned l = __ballot_sync(half, q >= 0);", 1},
 		{"unsigned l = __ballot_sync(half, q >= 0) & other;", 1},
+		{"unsigned l = __ballot_sync(half, q >= 0) & half_lo;", 1},
+		{"unsigned l = __ballot_sync(half, q >= 0) & half;", 0},
 		{"bool b = __ballot_sync(half, q >= 0) && ok;", 1},
 		{"left &= ~__ballot_sync(half, qs[0] == q);\nx = __ballot_sync(m, p) & m;", 1},
 		{"unsigned a = __ballot_sync(half, p), b = __ballot_sync(half, r);", 2},
