@@ -10,10 +10,11 @@
 #   -r rounds (default 3), -i timed iterations per run (default 300), -p ranks (mpirun -np, default 1),
 #   -c one configuration's epbench flags (repeatable; default: the defaults, ''), -h this help.
 # Environment: EPBENCH (default bin/epbench), MPIRUN (default mpirun), MPIRUN_ARGS, LIMIT (seconds per run,
-# default 120). Exit 0 when every run gave its numbers, 1 when one failed (FAIL in its cell), 2 on bad usage.
+# default 120). Exit 0 when every run gave its numbers, 1 when one failed (FAIL in its cell) or a build did not
+# validate, 2 on bad usage, 130 (143) when interrupted (terminated), after the run under way has stopped.
 set -uo pipefail
 
-synopsis="usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-p NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded..."
+synopsis=$(sed -n 's/^# Usage: /usage: /p' "$0")
 usage() {
 	echo "alternate: $*" >&2
 	echo "$synopsis" >&2
@@ -41,6 +42,8 @@ shift $((OPTIND - 1))
 for v in "$rounds" "$iters" "$np"; do
 	[[ $v =~ ^[1-9][0-9]*$ ]] || usage "-r, -i and -p take a positive count, got '$v'"
 done
+limit=${LIMIT:-120}
+[[ $limit =~ ^[1-9][0-9]*$ ]] || usage "LIMIT takes a positive count of seconds, got '$limit'"
 [ $# -ge 1 ] || usage "no build named"
 [ ${#configs[@]} -gt 0 ] || configs=("")
 
@@ -56,29 +59,41 @@ for b in "$@"; do
 	fi
 	names+=("$name") dirs+=("$dir")
 done
+# The configurations and MPIRUN_ARGS are split into words below, never
+# expanded as file names.
+set -f
 
 epbench=${EPBENCH:-bin/epbench}
 mpirun=${MPIRUN:-mpirun}
-[ -x "$epbench" ] || usage "no epbench at $epbench (make build, or set EPBENCH)"
+[ -f "$epbench" ] && [ -x "$epbench" ] || usage "no epbench at $epbench (make build, or set EPBENCH)"
 command -v "$mpirun" >/dev/null || usage "no $mpirun (set MPIRUN)"
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 
 # run BUILD-INDEX FLAGS...: one mpirun of the build; its output in $out. It
 # runs in the background and is waited for, so that an interrupt (which
-# timeout, in a process group of its own, would not see) stops it and the
-# script at once.
+# timeout, in a process group of its own, would not see) stops it, waits
+# until it has stopped (timeout's -k bounds that), and ends the script.
 out=$(mktemp)
 child=
 trap 'rm -f "$out"' EXIT
-trap '[ -z "$child" ] || kill -TERM "$child" 2>/dev/null; echo "alternate: interrupted" >&2; exit 130' INT TERM
+stop() {
+	if [ -n "$child" ]; then
+		kill -TERM "$child" 2>/dev/null
+		wait "$child" 2>/dev/null
+	fi
+	echo "alternate: $1" >&2
+	exit "$2"
+}
+trap 'stop interrupted 130' INT
+trap 'stop terminated 143' TERM
 run() {
 	local i=$1
 	shift
 	local ptx=()
 	[ "${dirs[$i]}" = embedded ] || ptx=(--ptx-dir "${dirs[$i]}")
 	# shellcheck disable=SC2086
-	timeout -k 5 "${LIMIT:-120}" "$mpirun" "${root[@]}" -np "$np" ${MPIRUN_ARGS:-} "$epbench" "${ptx[@]}" "$@" >"$out" 2>&1 &
+	timeout -k 5 "$limit" "$mpirun" "${root[@]}" -np "$np" ${MPIRUN_ARGS:-} "$epbench" "${ptx[@]}" "$@" >"$out" 2>&1 &
 	child=$!
 	wait "$child"
 	local rc=$?

@@ -19,8 +19,9 @@ shift 2
 exec "$@"
 `
 
-// fakeEpbench logs each call's arguments and prints ep_bench's kernel
-// section: dispatch BASE + 0.01 per earlier call of the same build and
+// fakeEpbench logs each call's arguments and prints the summary epbench
+// prints (report's golden BF16 output, $GOLDEN) with the kernel averages
+// replaced: dispatch BASE + 0.01 per earlier call of the same build and
 // flags (so rounds differ), combine 1 less. The build is the --ptx-dir
 // folder's name (base 6 for "a", 7 for "b") or embedded (base 8). -V prints
 // the validation line, failed for a build named "bad"; flags with -t 9
@@ -38,10 +39,12 @@ n=$(grep -cxF -- "$*" "$LOG")
 base=8; [ "$build" = a ] && base=6; [ "$build" = b ] && base=7
 d=$(awk -v b=$base -v n=$n 'BEGIN { printf "%.2f", b + 0.01 * (n - 1) }')
 c=$(awk -v b=$base -v n=$n 'BEGIN { printf "%.2f", b - 1 + 0.01 * (n - 1) }')
-printf -- '--- Host-observed performance ---\nDispatch (BF16):  avg=99.00 us, min=1 us, max=2 us\n\n'
-printf -- '--- Kernel-only performance ---\nDispatch:    avg=%s us, min=1.00 us, max=9.00 us\n' "$d"
-printf '                  throughput: avg=1 GB/s\nCombine:     avg=%s us, min=1.00 us, max=9.00 us\n\nByte counts: x\n' "$c"
+sed -e "s/^Dispatch:    avg=[0-9.]* us/Dispatch:    avg=$d us/" -e "s/^Combine:     avg=[0-9.]* us/Combine:     avg=$c us/" "$GOLDEN"
 `
+
+// golden is a real summary: the fake's output has the format alternate.sh
+// parses only as long as epbench prints it so.
+var golden, _ = filepath.Abs("../report/testdata/golden/bf16.txt")
 
 type alternateRig struct {
 	t        *testing.T
@@ -63,12 +66,24 @@ func newAlternateRig(t *testing.T) *alternateRig {
 	return r
 }
 
+// command is alternate.sh with args, run with the rig's stand-ins; env
+// (NAME=VALUE) overrides its environment.
+func (r *alternateRig) command(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command("bash", append([]string{"alternate.sh"}, args...)...)
+	cmd.Env = append(append(os.Environ(), "MPIRUN="+filepath.Join(r.dir, "mpirun"), "EPBENCH="+filepath.Join(r.dir, "epbench"),
+		"LOG="+r.log, "LIMIT=20", "GOLDEN="+golden), env...)
+	return cmd
+}
+
 // run runs alternate.sh with args: its stdout, stderr and exit code.
 func (r *alternateRig) run(args ...string) (string, string, int) {
 	r.t.Helper()
-	cmd := exec.Command("bash", append([]string{"alternate.sh"}, args...)...)
-	cmd.Env = append(os.Environ(), "MPIRUN="+filepath.Join(r.dir, "mpirun"), "EPBENCH="+filepath.Join(r.dir, "epbench"),
-		"LOG="+r.log, "LIMIT=20")
+	return r.runEnv(nil, args...)
+}
+
+func (r *alternateRig) runEnv(env []string, args ...string) (string, string, int) {
+	r.t.Helper()
+	cmd := r.command(env, args...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -145,10 +160,17 @@ func TestAlternateSkipsOnlyTheConfigurationABuildFailed(t *testing.T) {
 
 func TestAlternateStopsWhenInterrupted(t *testing.T) {
 	r := newAlternateRig(t)
+	// A run that takes a second to stop when told to, as ranks tearing
+	// down do: the script must not end (and so let a next run start on the
+	// GPU) before it has.
 	slow := filepath.Join(r.dir, "slow")
-	require.NoError(t, os.WriteFile(slow, []byte("#!/bin/sh\necho \"$*\" >> \"$LOG\"\nexec sleep 30\n"), 0o755))
-	cmd := exec.Command("bash", "alternate.sh", "-r", "3", "A=embedded")
-	cmd.Env = append(os.Environ(), "MPIRUN="+filepath.Join(r.dir, "mpirun"), "EPBENCH="+slow, "LOG="+r.log)
+	require.NoError(t, os.WriteFile(slow, []byte(`#!/bin/sh
+echo "$*" >> "$LOG"
+trap 'sleep 1; echo stopped >> "$LOG"; exit 143' TERM
+sleep 30 &
+wait $!
+`), 0o755))
+	cmd := r.command([]string{"EPBENCH=" + slow, "LIMIT=120"}, "-r", "3", "A=embedded")
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(10 * time.Second)
 	for len(r.calls()) < 1 || r.calls()[0] == "" {
@@ -161,8 +183,16 @@ func TestAlternateStopsWhenInterrupted(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, 130, ee.ExitCode())
-	assert.Less(t, time.Since(start), 5*time.Second, "the interrupt waited for the run")
-	assert.Len(t, r.calls(), 1, "runs started after the interrupt")
+	assert.Less(t, time.Since(start), 5*time.Second, "the interrupt waited for the run's time limit")
+	assert.Equal(t, []string{"-i 300", "stopped"}, r.calls(), "the script ended before the run had stopped, or started another")
+}
+
+func TestAlternatePassesFlagsAsWordsNotFileNames(t *testing.T) {
+	r := newAlternateRig(t)
+	// alternate.sh's own folder has files for '*' to match.
+	_, errs, code := r.run("-r", "1", "-c", "-t 1 *", "A=embedded")
+	require.Equal(t, 0, code, "stderr:\n%s", errs)
+	assert.Equal(t, []string{"-i 300 -t 1 *"}, r.calls())
 }
 
 func TestAlternateMarksAFailedRun(t *testing.T) {
@@ -195,15 +225,20 @@ func TestAlternateRefusesBadUsage(t *testing.T) {
 		assert.Equal(t, 2, code, "%q", tc.args)
 		assert.Contains(t, errs, tc.want, "%q", tc.args)
 	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"EPBENCH=" + filepath.Join(r.dir, "nope")}, "alternate: no epbench at " + filepath.Join(r.dir, "nope")},
+		{[]string{"EPBENCH=" + r.dir}, "alternate: no epbench at " + r.dir},
+		{[]string{"MPIRUN=" + filepath.Join(r.dir, "nope")}, "alternate: no " + filepath.Join(r.dir, "nope")},
+		{[]string{"LIMIT=abc"}, "LIMIT takes a positive count of seconds, got 'abc'"},
+	} {
+		_, errs, code := r.runEnv(tc.env, "A=embedded")
+		assert.Equal(t, 2, code, "%q", tc.env)
+		assert.Contains(t, errs, tc.want, "%q", tc.env)
+	}
 	assert.Equal(t, []string{""}, r.calls(), "a refused invocation ran something")
-
-	cmd := exec.Command("bash", "alternate.sh", "A=embedded")
-	cmd.Env = append(os.Environ(), "EPBENCH="+filepath.Join(r.dir, "nope"), "MPIRUN="+filepath.Join(r.dir, "mpirun"))
-	b, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 2, ee.ExitCode())
-	assert.Contains(t, string(b), "alternate: no epbench at "+filepath.Join(r.dir, "nope"))
 
 	help, err := exec.Command("bash", "alternate.sh", "-h").Output()
 	require.NoError(t, err)
