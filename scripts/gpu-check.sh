@@ -55,6 +55,15 @@ results=()
 status=0
 
 say() { echo "$@" | tee -a "$log"; }
+# averages FILE: "D C H" of an epbench summary, the kernel timer's dispatch
+# and combine averages and the host D+C average (us; - where absent).
+averages() {
+	local d c h
+	d=$(sed -n '/Kernel-only/,/^$/p' "$1" | sed -n 's/^Dispatch: *avg=\([0-9.]*\).*/\1/p' | head -1)
+	c=$(sed -n '/Kernel-only/,/^$/p' "$1" | sed -n 's/^Combine: *avg=\([0-9.]*\).*/\1/p' | head -1)
+	h=$(sed -n 's/^Total (D+C): *avg=\([0-9.]*\).*/\1/p' "$1" | head -1)
+	echo "${d:--} ${c:--} ${h:--}"
+}
 
 # 1. PTX of record. The GIN variants need NCCL's headers (NCCL_INCLUDE, or
 # NCCL_HOME/include as scripts/nccl.sh installs them); without them the
@@ -230,7 +239,11 @@ if [ -n "$mps" ]; then
 		stalled "gin stalled backend, validated back to back" 1500 -V --back-to-back --validate-every 2 -w 3 -i 60
 		extra_x=()
 	elif [ -n "$gin" ] || [ -n "${NCCL_HOME:-}" ]; then
-		results+=("gin|needs NCCL_HOME and the test plugin's build (scripts/rma-plugin.sh)|FAIL")
+		if [ -n "${NCCL_HOME:-}" ]; then
+			results+=("gin|the test plugin did not build (scripts/rma-plugin.sh; see $log)|FAIL")
+		else
+			results+=("gin|needs NCCL_HOME (the NCCL build the test plugin is built against, scripts/rma-plugin.sh)|FAIL")
+		fi
 		status=1
 	fi
 	echo quit | timeout 30 nvidia-cuda-mps-control
@@ -296,9 +309,7 @@ run() { # name timeout-seconds np args...
 	cat "$out/run.txt" >>"$log"
 	local v d c h
 	v=$(grep -o 'Global validation: .*' "$out/run.txt" | head -1)
-	d=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Dispatch:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
-	c=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Combine:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
-	h=$(grep '^Total (D+C):' "$out/run.txt" | sed 's/.*avg=\([0-9.]*\).*/\1/')
+	read -r d c h < <(averages "$out/run.txt")
 	local verdict=ok
 	[ $rc -ne 0 ] && verdict="FAIL rc=$rc" && status=1
 	results+=("$name|host D+C ${h:--} us, kernel D ${d:--} C ${c:--} us, ${v:-no validation}, $((SECONDS - t0)) s|$verdict")
@@ -371,9 +382,7 @@ if [ -z "$quick" ] || [ -n "${PERF:-}" ]; then
 				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "${dt%/*}" --protocol "$proto" --combine-mode "$mode" "${extra[@]}" "${ptx_args[@]}" >"$out/run.txt" 2>&1
 				rc=$?
 				cat "$out/run.txt" >>"$log"
-				d=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Dispatch:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
-				c=$(sed -n '/Kernel-only/,/^$/p' "$out/run.txt" | grep '^Combine:' | sed 's/.*avg=\([0-9.]*\).*/\1/')
-				h=$(grep '^Total (D+C):' "$out/run.txt" | sed 's/.*avg=\([0-9.]*\).*/\1/')
+				read -r d c h < <(averages "$out/run.txt")
 				perf+=("$(printf '%-10s %-18s %5s %10s %10s %10s %s' "$dt" "$mode" "$t" "${d:--}" "${c:--}" "${h:--}" "$([ $rc -ne 0 ] && echo "FAIL rc=$rc")")")
 				[ "$dt$mode$t" = bf16rank_local_reduce128 ] && cp "$out/run.txt" "$out/default.txt"
 			done
