@@ -1,12 +1,14 @@
 package nccl
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRMAPluginBuilds compiles the one-node RMA plugin (testdata/rmaipc, the
@@ -67,11 +69,18 @@ func TestRMAPluginBehaviours(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(build.Args, " "), err, out)
 	}
-	// stdout says ok or what failed; the plugin's warnings go to stderr.
-	run := exec.Command(bin)
+	// stdout says ok or what failed; the plugin's warnings go to stderr. A
+	// plugin that deadlocks (its progress thread against a deregistration)
+	// fails here instead of holding the test run.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	run := exec.CommandContext(ctx, bin)
 	var stderr strings.Builder
 	run.Stderr = &stderr
 	out, err := run.Output()
+	if ctx.Err() != nil {
+		t.Fatalf("plugin_check did not finish within 60 s (a deadlock?)\n%s\nstderr:\n%s", out, stderr.String())
+	}
 	if err != nil || string(out) != "ok\n" {
 		t.Fatalf("plugin_check: %v\n%s\nstderr:\n%s", err, out, stderr.String())
 	}
