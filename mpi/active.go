@@ -67,9 +67,7 @@ func (x *Exchange) AlltoallvActive(send []byte, sendCounts, sendDispls []int, re
 	}
 	pending, err := WaitDeadline(sends, time.Now().Add(100*time.Millisecond))
 	if err != nil && !errors.Is(err, ErrDeadlineExceeded) {
-		// WaitDeadline names a failed request by its index in sends,
-		// which is its rank's in missing.
-		return missing, fmt.Errorf("the sends to %s (their requests numbered in that order from 0): %w", ranklist.String(missing), err)
+		return missing, sendErrors(err, missing)
 	}
 	if len(pending) > 0 {
 		stuck := make([]int, len(pending))
@@ -90,4 +88,22 @@ func (c *Comm) AlltoallvActive(send []byte, sendCounts, sendDispls []int, recv [
 		return nil, err
 	}
 	return x.AlltoallvActive(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, tag, deadline, active)
+}
+
+// sendErrors is WaitDeadline's err over sends to ranks[i] (request i), each
+// failed request named by its rank.
+func sendErrors(err error, ranks []int) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	named := make([]error, len(errs))
+	for k, e := range errs {
+		named[k] = e
+		var re *RequestError
+		if errors.As(e, &re) && re.Index >= 0 && re.Index < len(ranks) {
+			named[k] = fmt.Errorf("the send to rank %d: %w", ranks[re.Index], re.Err)
+		}
+	}
+	return errors.Join(named...)
 }

@@ -173,12 +173,22 @@ func (r *Request) settle(fn string, rc C.int, completed bool) (bool, error) {
 // sharing the node.
 const maxPollPause = time.Millisecond
 
+// RequestError is the failure of request Index of those WaitDeadline
+// waited for.
+type RequestError struct {
+	Index int
+	Err   error
+}
+
+func (e *RequestError) Error() string { return fmt.Sprintf("request %d: %v", e.Index, e.Err) }
+func (e *RequestError) Unwrap() error { return e.Err }
+
 // WaitDeadline polls reqs with Test until all are complete or the deadline
 // passes. It returns the indices into reqs of the requests still pending, so
 // a caller can report which peers did not arrive; with pending requests the
 // error wraps ErrDeadlineExceeded. A request that fails stops the polling
-// and its error is returned. Pending requests stay valid: the caller may keep
-// waiting on them.
+// and its error is returned, as a *RequestError. Pending requests stay
+// valid: the caller may keep waiting on them.
 func WaitDeadline(reqs []*Request, deadline time.Time) (pending []int, err error) {
 	if err := ready(); err != nil {
 		return nil, err
@@ -194,7 +204,7 @@ func WaitDeadline(reqs []*Request, deadline time.Time) (pending []int, err error
 		for _, i := range left {
 			done, err := reqs[i].Test()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("request %d: %w", i, err))
+				errs = append(errs, &RequestError{Index: i, Err: err})
 			}
 			if !done {
 				next = append(next, i)
