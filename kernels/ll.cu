@@ -83,6 +83,9 @@ __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
     t1 = b < ns ? (int)((int64_t)(b + 1) * T / ns) : T;
 }
 
+// A selection's expert id from topk_idx, -1 (none) outside [0, E).
+__device__ __forceinline__ int expert_or_none(int64_t id, int E) { return id >= 0 && id < E ? (int)id : -1; }
+
 // Own-rank tokens are never sent to the own rank: the sending block writes
 // their rows into the own expert rows directly.
 __device__ __forceinline__ bool direct_self(const LLArgs& a, int s) { return s == a.rank; }
@@ -652,7 +655,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     bool live = true;
     if (direct_self(a, s)) {  // inline: the own rank's tokens, never sent to itself
         if (lane < K) {
-            e = (int)a.topk_idx[(int64_t)t * K + lane];
+            e = expert_or_none(a.topk_idx[(int64_t)t * K + lane], a.ranks * L);
             we = a.topk_w[(int64_t)t * K + lane];
         }
     } else if (a.inline_proto == kProtoLines) {
@@ -851,7 +854,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     float first_w = 0.f;
     if (sgwarp < own_n * slices && lane < K) {
         const int t = sgwarp / slices;
-        first_e = (int)a.topk_idx[(int64_t)t * K + lane];
+        first_e = expert_or_none(a.topk_idx[(int64_t)t * K + lane], R * L);
         first_w = a.topk_w[(int64_t)t * K + lane];
         if (!inl) first_pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
     }
@@ -886,7 +889,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         *wk = first_w;
         *pos = first_pos;
         if (item != sgwarp && lane < K) {
-            *e = (int)a.topk_idx[(int64_t)t * K + lane];
+            *e = expert_or_none(a.topk_idx[(int64_t)t * K + lane], R * L);
             *wk = a.topk_w[(int64_t)t * K + lane];
             if (!inl) *pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
         }
@@ -1142,8 +1145,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             if (inl) {
                 // Every unit of the batch that lacks the flag reloaded, all
                 // together, until none does (one round trip per poll); then
-                // the handed-over partial, once its worker warp says so.
-                for (uint32_t spins = 1;; spins++) {
+                // the handed-over partial, once its worker warp says so. A
+                // batch whose only term is that partial (at one rank, or a
+                // token whose other ranks are masked or come in another
+                // batch) jumps over the poll's code; direct_send's batches
+                // all have units.
+                bool units = !per_rank(a);
+#pragma unroll
+                for (int b = 0; b < kBatch; b++) units |= b < nb && !ownb[b] && !handb[b];
+                for (uint32_t spins = 1; units; spins++) {
                     bool done = true;
                     int waiting = 0;
 #pragma unroll
@@ -1163,7 +1173,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                         }
                     }
                     if (done) break;
-                    if ((spins & 255) == 0 && bound_reached(deadline, a.err, a.active, kPhaseCombine, waiting)) {
+                    // The own rank's units (items past the hand-over) are
+                    // never masked: its worker warps wait for nothing.
+                    if ((spins & 255) == 0 &&
+                        bound_reached(deadline, a.err, waiting == a.rank ? nullptr : a.active, kPhaseCombine, waiting)) {
                         if (!masked(a.active, waiting)) {
                             ok = false;
                             break;

@@ -83,7 +83,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // the next tokens' over tok_e and tok_w.
     const int64_t first_e = tok_e;
     const float first_w = tok_w;
-    for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
 
     // Destinations of a token (warp 0, lane k holding its k-th expert): the
     // distinct peers, each named by the lowest lane that selects it, into
@@ -113,8 +112,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     const uint64_t flag64 = flag;  // lines
     const int p0 = inline_payload_unit(K);  // inline: the row's first unit in a slot
     auto islot_at = [&](int q, int t) { return inline_slot(a, peer_base[q], a.rank, t); };
-    const int sub = threadIdx.x % 16;                               // FP8: lane in its half-warp
-    const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;  // FP8: the half-warp
+    const int sub = threadIdx.x % 16;                               // lane in its half-warp
+    const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;  // the half-warp
 
     // The counters are zeroed while the first round of topk_idx is loaded.
     const int n_ids = own * K, nb = t0 * K;
@@ -132,6 +131,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
     };
     load4(threadIdx.x);
+    // After the routing's loads are issued: a store to shared memory waits
+    // for its load, which would otherwise hold them back.
+    for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
     for (int e = threadIdx.x; e < 2 * (E + R); e += kThreads) dyn[e] = 0;
     if (threadIdx.x == 0) {
         failed = 0;
@@ -149,38 +151,47 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // Blocks that store (and take a ticket); block 0 takes one even without
     // tokens, so a rank without tokens still releases its peers.
     const int stored_blocks = max(1, min((int)gridDim.x, spread ? all_groups : own));
-    for (int c = (threadIdx.x / 16) * gridDim.x + blockIdx.x; spread && c < all_groups; c += (kThreads / 16) * gridDim.x) {
+    // Half-warp j takes groups j * grid + block, ...: counted from warp 1, as
+    // the workers count the own rows' groups below, so a worker writes the
+    // own rows of the group it sent, from its L1 (of its first groups: the
+    // strides differ), and warp 0 has the last two.
+    const int send_j = (threadIdx.x + kThreads - kWarp) % kThreads / 16;
+    for (int c = send_j * gridDim.x + blockIdx.x; spread && c < all_groups; c += (kThreads / 16) * gridDim.x) {
         const int t = c / row_groups, v = (c % row_groups) * 16 + sub;
         const uint4 val = __ldg(reinterpret_cast<const uint4*>(a.x + (int64_t)t * H) + v);
-        // The token's destination peers, each once: a bit per rank.
-        uint64_t seen[kMaxRanks / 64] = {};
-        for (int k = 0; k < K; k++) {
-            const int64_t e = __ldg(a.topk_idx + (int64_t)t * K + k);
-            if (e >= 0 && e < E) {
-                const int q = (int)(e / L);
-                seen[q / 64] |= 1ull << (q % 64);
-            }
-        }
-        seen[a.rank / 64] &= ~(1ull << (a.rank % 64));
+        // The token's peers: lane `sub` of the half-warp loads selections
+        // sub and sub + 16 (all K in one round trip, beside the row's),
+        // each a peer or -1 (none, or the own rank, which the send skips).
+        int64_t es[2];
+        int qs[2];
+#pragma unroll
+        for (int j = 0; j < 2; j++) es[j] = sub + 16 * j < K ? __ldg(a.topk_idx + (int64_t)t * K + sub + 16 * j) : -1;
+#pragma unroll
+        for (int j = 0; j < 2; j++) qs[j] = es[j] >= 0 && es[j] < E && (int)es[j] / L != a.rank ? (int)es[j] / L : -1;
         uint2 q8;
         float scale = 0.f;
         if (a.fp8) q8 = quantize8(val, half, &scale);
-        for (int w = 0; w < (R + 63) / 64; w++) {
-            for (uint64_t m = seen[w]; m; m &= m - 1) {
-                const int q = w * 64 + __ffsll((long long)m) - 1;
-                if (masked(a.active, q)) continue;
-                if (!a.fp8) {
-                    if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
-                    else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
-                } else if (inl) {
-                    uint4* m8 = islot_at(q, t) + p0;
-                    unit_store(m8 + v, q8.x, q8.y, flag);
-                    if (sub == 0) unit_store(m8 + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
-                } else {
-                    uint8_t* m8 = slot_at(q, t) + hdr;
-                    reinterpret_cast<uint2*>(m8)[v] = q8;
-                    if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
-                }
+        // Each peer once: the lowest selection left names it, then every
+        // selection of that peer is taken off (the half-warp's ballots, each
+        // and-ed with `half`: a ballot also sets the bits of the other
+        // half's lanes when they run it at the same time, with their mask).
+        unsigned left0 = __ballot_sync(half, qs[0] >= 0) & half, left1 = __ballot_sync(half, qs[1] >= 0) & half;
+        while (left0 | left1) {
+            const int q = __shfl_sync(half, left0 ? qs[0] : qs[1], __ffs(left0 ? left0 : left1) - 1);
+            left0 &= ~(__ballot_sync(half, qs[0] == q) & half);
+            left1 &= ~(__ballot_sync(half, qs[1] == q) & half);
+            if (masked(a.active, q)) continue;
+            if (!a.fp8) {
+                if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
+                else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
+            } else if (inl) {
+                uint4* m8 = islot_at(q, t) + p0;
+                unit_store(m8 + v, q8.x, q8.y, flag);
+                if (sub == 0) unit_store(m8 + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
+            } else {
+                uint8_t* m8 = slot_at(q, t) + hdr;
+                reinterpret_cast<uint2*>(m8)[v] = q8;
+                if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
             }
         }
     }
