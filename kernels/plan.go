@@ -78,7 +78,7 @@ type Area struct{ Off, Size int64 }
 // SymLayout is the symmetric buffer every rank allocates and its peers map
 // (the off_* fields of LLArgs in ll.cuh).
 type SymLayout struct {
-	DispatchSignal Area // uint64 [R] arrival counters per source, then [2] ticket slots of this rank's blocks (one in use)
+	DispatchSignal Area // uint64 [R] arrival counters per source, then the ticket counter of this rank's blocks
 	CombineSignal  Area
 	DispatchRecv   Area // [2, R, T] dispatch messages (header + row), a half per call parity
 	DispatchCounts Area // int2 [2, E]: {selections of each local expert per source rank, epoch}
@@ -310,12 +310,11 @@ func (p *Plan) layout() {
 		next += a.Size
 		return a
 	}
-	// Each signal area: R arrival counters, then two ticket slots of this
-	// rank's own blocks (last_ticket in ll.cu); the fenced release's ticket
-	// is the first, the second is unused since kernels v25 (the combine's
-	// own-rank release is gone).
-	l.DispatchSignal = area(8 * (R + 2))
-	l.CombineSignal = area(8 * (R + 2))
+	// Each signal area: R arrival counters, then the ticket counter of this
+	// rank's own blocks (last_ticket in ll.cu), which the fenced release
+	// takes.
+	l.DispatchSignal = area(8 * (R + 1))
+	l.CombineSignal = area(8 * (R + 1))
 	// The dispatch areas have a half per call parity (docs/DESIGN.md, "Calls
 	// back to back"); combine needs none: a rank's combine n+1 follows its
 	// dispatch n+1, which every peer joins only after its combine n.

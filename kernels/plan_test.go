@@ -269,7 +269,7 @@ func TestSymLayoutOfTheDefaults(t *testing.T) {
 		name      string
 		got, want Area
 	}{
-		{"dispatch signal", l.DispatchSignal, Area{0, 256}},                    // 8·(R+2) → 256
+		{"dispatch signal", l.DispatchSignal, Area{0, 256}},                    // 8·(R+1) → 256
 		{"combine signal", l.CombineSignal, Area{256, 256}},                    //
 		{"dispatch recv", l.DispatchRecv, Area{512, 2 * 256 * 14464}},          // 2·R·T messages of 128 + 14336 bytes
 		{"dispatch counts", l.DispatchCounts, Area{7406080, 2 * 8 * 256}},      // 2·E {count, epoch}
