@@ -107,6 +107,13 @@ __device__ __forceinline__ int tokens_from(const LLArgs& a, int s) {
 __device__ __forceinline__ bool rank_major(const LLArgs& a) { return a.combine_mode == kModeRankMajor; }
 __device__ __forceinline__ bool per_rank(const LLArgs& a) { return a.combine_mode != kModeDirectSend; }
 
+// The row of recv_x (and of the expert outputs combine reads) that holds a
+// selection of local expert l, from its entry of row_pos: expert-major, its
+// place among that expert's R * T rows; rank-major, the token's slot itself.
+__device__ __forceinline__ int64_t recv_row(const LLArgs& a, int l, int pos) {
+    return rank_major(a) ? (int64_t)pos : (int64_t)l * a.ranks * a.tokens + pos;
+}
+
 // Slot (src, t) of this call's half of a dispatch area: [2, R, T] slots,
 // the call's parity first (ll.cuh, call_parity).
 __device__ __forceinline__ uint64_t slot_index(const LLArgs& a, int src, int t) {

@@ -139,127 +139,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         failed = 0;
         waited_upto = 1;
     }
-    __syncthreads();
-
-    // --- the rows to the peers first: they need only the destinations, and
-    // stream over NVLink while the blocks count. One SM stores only ~20 GB/s
-    // over NVLink, so for fewer than kSpreadTokens tokens the rows are spread
-    // over the grid 16 vectors (one FP8 scale group) at a time (group c of all
-    // tokens' rows goes to block c % grid); otherwise each block sends its own
-    // tokens from the registers that already hold them ---
-    const int row_groups = vec_per_row / 16, all_groups = own * row_groups;
-    // Blocks that store (and take a ticket); block 0 takes one even without
-    // tokens, so a rank without tokens still releases its peers.
-    const int stored_blocks = max(1, min((int)gridDim.x, spread ? all_groups : own));
-    // Half-warp j takes groups j * grid + block, ...: counted from warp 1, as
-    // the workers count the own rows' groups below, so a worker writes the
-    // own rows of the group it sent, from its L1 (of its first groups: the
-    // strides differ), and warp 0 has the last two.
-    const int send_j = (threadIdx.x + kThreads - kWarp) % kThreads / 16;
-    for (int c = send_j * gridDim.x + blockIdx.x; spread && c < all_groups; c += (kThreads / 16) * gridDim.x) {
-        const int t = c / row_groups, v = (c % row_groups) * 16 + sub;
-        const uint4 val = __ldg(reinterpret_cast<const uint4*>(a.x + (int64_t)t * H) + v);
-        // The token's peers: lane `sub` of the half-warp loads selections
-        // sub and sub + 16 (all K in one round trip, beside the row's),
-        // each a peer or -1 (none, or the own rank, which the send skips).
-        int64_t es[2];
-        int qs[2];
-#pragma unroll
-        for (int j = 0; j < 2; j++) es[j] = sub + 16 * j < K ? __ldg(a.topk_idx + (int64_t)t * K + sub + 16 * j) : -1;
-#pragma unroll
-        for (int j = 0; j < 2; j++) qs[j] = es[j] >= 0 && es[j] < E && (int)es[j] / L != a.rank ? (int)es[j] / L : -1;
-        uint2 q8;
-        float scale = 0.f;
-        if (a.fp8) q8 = quantize8(val, half, &scale);
-        // Each peer once: the lowest selection left names it, then every
-        // selection of that peer is taken off (the half-warp's ballots, each
-        // and-ed with `half`: a ballot also sets the bits of the other
-        // half's lanes when they run it at the same time, with their mask).
-        unsigned left0 = __ballot_sync(half, qs[0] >= 0) & half, left1 = __ballot_sync(half, qs[1] >= 0) & half;
-        while (left0 | left1) {
-            const int q = __shfl_sync(half, left0 ? qs[0] : qs[1], __ffs(left0 ? left0 : left1) - 1);
-            left0 &= ~(__ballot_sync(half, qs[0] == q) & half);
-            left1 &= ~(__ballot_sync(half, qs[1] == q) & half);
-            if (masked(a.active, q)) continue;
-            if (!a.fp8) {
-                if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
-                else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
-            } else if (inl) {
-                uint4* m8 = islot_at(q, t) + p0;
-                unit_store(m8 + v, q8.x, q8.y, flag);
-                if (sub == 0) unit_store(m8 + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
-            } else {
-                uint8_t* m8 = slot_at(q, t) + hdr;
-                reinterpret_cast<uint2*>(m8)[v] = q8;
-                if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
-            }
-        }
-    }
     const int nhl = lines_header_lines(K), nrl = lines_row_lines(H, a.fp8);
-    for (int t = t0; !spread && !lines && t < t1; t++) {
-        if (warp == 0) find_dests(tok_e);
-        __syncthreads();
-        const int nd = ndest;
-#pragma unroll
-        for (int u = 0; u < kMaxVecPerThread && nd > 0; u++) {  // nd: block-uniform
-            const int v = threadIdx.x + u * kThreads;
-            if (v >= vec_per_row) break;
-            uint2 q8;
-            float scale = 0.f;
-            if (a.fp8) q8 = quantize8(xv[u], half, &scale);  // a half-warp holds 128 channels
-            for (int i = 0; i < nd; i++) {  // fenced
-                if (!a.fp8) {
-                    reinterpret_cast<uint4*>(slot_at(dests[i], t) + hdr)[v] = xv[u];
-                } else {
-                    uint8_t* m8 = slot_at(dests[i], t) + hdr;
-                    reinterpret_cast<uint2*>(m8)[v] = q8;
-                    if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
-                }
-            }
-        }
-        __syncthreads();  // dests is rewritten for the next token
-        if (t + 1 < t1) load_x(t + 1);
-    }
-    EPBENCH_TRACE(a, 5);
-
-    // --- count every expert's selections (every block counts all of
-    // topk_idx, so no grid-wide step is needed) ---
-    count4(threadIdx.x);
-    if (spread && threadIdx.x < n_ids) sel_e[threadIdx.x] = (int)ids[0];
-    for (int i0 = threadIdx.x + 4 * kThreads; i0 < n_ids; i0 += 4 * kThreads) {
-        load4(i0);
-        count4(i0);
-    }
-    // Rank-major: the tokens sent to each rank, 32/K tokens per warp at a
-    // time (lane j holds selection j % K of the warp's token j / K; the
-    // lowest lane of each (token, rank) counts the token).
-    const int per_warp = kWarp / K;
-    for (int base = warp * per_warp; rm && base < own; base += kWarps * per_warp) {
-        const int tk = base + lane / K;
-        const int64_t e = lane < per_warp * K && tk < own ? __ldg(a.topk_idx + (int64_t)tk * K + lane % K) : -1;
-        const int q = e >= 0 && e < E ? (int)(e / L) : -1;
-        const unsigned same = __match_any_sync(0xffffffffu, q < 0 ? -1 - lane : tk * R + q);
-        if (q >= 0 && lane == __ffs(same) - 1) {
-            atomicAdd(&total_r[q], 1);
-            if (tk < t0) atomicAdd(&before_r[q], 1);
-        }
-    }
-    __syncthreads();
-    // Every peer learns how many rows each of its experts gets from here.
-    if (blockIdx.x == 0) {
-        for (int q = 0; q < R; q++) {
-            if (direct_self(a, q) || masked(a.active, q)) continue;
-            int2* c = at<int2>(peer_base[q], a.off_dispatch_counts) + count_index(a, a.rank);
-            uint4* ic = at<uint4>(peer_base[q], a.off_inline_counts) + count_index(a, a.rank);
-            // Rank-major: one count, the tokens sent to q.
-            for (int l = threadIdx.x; l < (rm ? 1 : L); l += kThreads) {
-                const int n = rm ? total_r[q] : total[q * L + l];
-                if (inl || lines) unit_store(ic + l, n, 0, flag);
-                else c[l] = make_int2(n, a.epoch);  // one 8-byte store
-            }
-        }
-    }
-
     // The current token's own-rank rows into own_rows and nown, from each
     // lane's selection: `mine` (on this rank) and its row in recv (rank-major:
     // the token's slot, the same in every such lane). Warp-collective.
@@ -306,6 +186,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                 record_slot(slot, t, q == a.rank ? (int)(e - lo) : -1, w);
                 if (q == a.rank) a.row_pos[((int64_t)a.rank * T + t) * K + lane] = (int)slot;
             }
+        } else if (spread) {  // counted before the send pass
+            if (lane < K) p = sel_p[t * K + lane];
         } else if (q >= 0) {
             p = before[e];
             before[e] = p + 1;
@@ -315,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             a.row_pos[((int64_t)a.rank * T + t) * K + lane] = p;
         }
         if (lines || (!spread && t == t0))
-            keep_own(q >= 0 && direct_self(a, q), rm ? (int64_t)a.rank * T + p : (e - lo) * rows_per_expert + p);
+            keep_own(q >= 0 && direct_self(a, q), recv_row(a, (int)(e - lo), rm ? a.rank * T + p : p));
         __syncwarp();
         if (lines) {
             // The header to every peer; `present` tells whether the row comes.
@@ -372,20 +254,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
         __syncwarp();  // dests is rewritten for the next token
     };
-    if (warp == 0 && !lines)
-        for (int t = t0; t < t1; t++) headers_of(t, !spread && t == t0, first_e, first_w);
-    // Spread: the workers write the own rank's rows meanwhile, spread like
-    // the sends (group c of the rows by block c % grid, from the L1 that
-    // holds it), at rows counted here: a selection's row among its expert's
-    // rows from this rank is the number of earlier tokens that select it.
-    if (spread && warp > 0) {
-        const int i = threadIdx.x - kWarp;
-        if (i < n_ids) {
-            const int e = sel_e[i];
+    // Spread: every selection's expert (-1 outside [0, E)), then its place
+    // among its expert's rows from this rank (expert-major: the earlier
+    // tokens that select the expert; rank-major: the earlier tokens that
+    // select this rank), so that the send pass writes the own rank's rows
+    // from the registers that hold them for the peers.
+    if (spread && threadIdx.x < n_ids) sel_e[threadIdx.x] = expert_or_none(ids[0], E);
+    __syncthreads();
+    if (spread) {
+        if (threadIdx.x < n_ids) {
+            const int i = threadIdx.x, e = sel_e[i];
             int p = 0;
             if (!rm) {
                 for (int j = 0; j < i / K * K; j++) p += sel_e[j] == e;
-            } else {  // the earlier tokens that select this rank
+            } else {
                 for (int u = 0; u < i / K; u++) {
                     bool h = false;
                     for (int k = 0; k < K; k++) h = h || (sel_e[u * K + k] >= lo && sel_e[u * K + k] < hi);
@@ -394,29 +276,146 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             }
             sel_p[i] = p;
         }
-        workers_sync();
-        for (int c = (i / 16) * gridDim.x + blockIdx.x; c < all_groups; c += (kWorkers / 16) * gridDim.x) {
-            const int t = c / row_groups, v = (c % row_groups) * 16 + sub;
-            const uint4 val = __ldg(reinterpret_cast<const uint4*>(a.x + (int64_t)t * H) + v);
-            uint2 q8;
-            float scale = 0.f;
-            if (a.fp8) q8 = quantize8(val, half, &scale);  // the half-warp holds the group
-            for (int k = 0; k < K; k++) {
-                const int e = sel_e[t * K + k];
-                if (e < lo || e >= hi) continue;
-                const int64_t row = rm ? (int64_t)a.rank * T + sel_p[t * K + k]
-                                       : (int64_t)(e - lo) * rows_per_expert + sel_p[t * K + k];
-                if (!a.fp8) {
-                    reinterpret_cast<uint4*>(recv + row * rb)[v] = val;
-                } else {
-                    reinterpret_cast<uint2*>(recv + row * rb)[v] = q8;
-                    if (sub == 0) a.recv_scales[row * groups + v / 16] = scale;
-                }
-                if (rm) break;  // one slot per token
+        __syncthreads();
+    }
+    // Spread, expert-major: the headers (warp 0, below) need only the places
+    // counted above, so they go out before the send pass, while the other
+    // warps' rows are loaded.
+    if (spread && !rm && warp == 0)
+        for (int t = t0; t < t1; t++) headers_of(t, false, -1, 0.f);
+
+    // --- the rows to the peers first: they need only the destinations, and
+    // stream over NVLink while the blocks count (spread: the own rank's rows
+    // are written beside them). One SM stores only ~20 GB/s
+    // over NVLink, so for fewer than kSpreadTokens tokens the rows are spread
+    // over the grid 16 vectors (one FP8 scale group) at a time (group c of all
+    // tokens' rows goes to block c % grid); otherwise each block sends its own
+    // tokens from the registers that already hold them ---
+    const int row_groups = vec_per_row / 16, all_groups = own * row_groups;
+    // Blocks that store (and take a ticket); block 0 takes one even without
+    // tokens, so a rank without tokens still releases its peers.
+    const int stored_blocks = max(1, min((int)gridDim.x, spread ? all_groups : own));
+    // Half-warp j takes groups j * grid + block, ...: counted from warp 1, so
+    // warp 0, which writes the headers next, has the last two.
+    const int send_j = (threadIdx.x + kThreads - kWarp) % kThreads / 16;
+    for (int c = send_j * gridDim.x + blockIdx.x; spread && c < all_groups; c += (kThreads / 16) * gridDim.x) {
+        const int t = c / row_groups, v = (c % row_groups) * 16 + sub;
+        const uint4 val = __ldg(reinterpret_cast<const uint4*>(a.x + (int64_t)t * H) + v);
+        // The token's peers: lane `sub` of the half-warp takes selections
+        // sub and sub + 16 (all K), each a peer or -1 (none, or the own
+        // rank, whose rows are written after the sends).
+        int qs[2];
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const int e = sub + 16 * j < K ? sel_e[t * K + sub + 16 * j] : -1;
+            qs[j] = e >= 0 && e / L != a.rank ? e / L : -1;
+        }
+        uint2 q8;
+        float scale = 0.f;
+        if (a.fp8) q8 = quantize8(val, half, &scale);
+        // Each peer once: the lowest selection left names it, then every
+        // selection of that peer is taken off (the half-warp's ballots, each
+        // and-ed with `half`: a ballot also sets the bits of the other
+        // half's lanes when they run it at the same time, with their mask).
+        unsigned left0 = __ballot_sync(half, qs[0] >= 0) & half, left1 = __ballot_sync(half, qs[1] >= 0) & half;
+        while (left0 | left1) {
+            const int q = __shfl_sync(half, left0 ? qs[0] : qs[1], __ffs(left0 ? left0 : left1) - 1);
+            left0 &= ~(__ballot_sync(half, qs[0] == q) & half);
+            left1 &= ~(__ballot_sync(half, qs[1] == q) & half);
+            if (masked(a.active, q)) continue;
+            if (!a.fp8) {
+                if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
+                else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
+            } else if (inl) {
+                uint4* m8 = islot_at(q, t) + p0;
+                unit_store(m8 + v, q8.x, q8.y, flag);
+                if (sub == 0) unit_store(m8 + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
+            } else {
+                uint8_t* m8 = slot_at(q, t) + hdr;
+                reinterpret_cast<uint2*>(m8)[v] = q8;
+                if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
             }
         }
-        EPBENCH_TRACE_BY(a, 6, kWarp);
+        // The own rank's rows of the token (rank-major: its slot, once).
+        for (int k = 0; k < K; k++) {
+            const int e = sel_e[t * K + k];
+            if (e < lo || e >= hi) continue;
+            const int64_t row = recv_row(a, e - lo, rm ? a.rank * T + sel_p[t * K + k] : sel_p[t * K + k]);
+            if (!a.fp8) {
+                reinterpret_cast<uint4*>(recv + row * rb)[v] = val;
+            } else {
+                reinterpret_cast<uint2*>(recv + row * rb)[v] = q8;
+                if (sub == 0) a.recv_scales[row * groups + v / 16] = scale;
+            }
+            if (rm) break;
+        }
     }
+    if (spread) EPBENCH_TRACE_BY(a, 6, kWarp);  // the send pass wrote the own rank's rows
+    for (int t = t0; !spread && !lines && t < t1; t++) {
+        if (warp == 0) find_dests(tok_e);
+        __syncthreads();
+        const int nd = ndest;
+#pragma unroll
+        for (int u = 0; u < kMaxVecPerThread && nd > 0; u++) {  // nd: block-uniform
+            const int v = threadIdx.x + u * kThreads;
+            if (v >= vec_per_row) break;
+            uint2 q8;
+            float scale = 0.f;
+            if (a.fp8) q8 = quantize8(xv[u], half, &scale);  // a half-warp holds 128 channels
+            for (int i = 0; i < nd; i++) {  // fenced
+                if (!a.fp8) {
+                    reinterpret_cast<uint4*>(slot_at(dests[i], t) + hdr)[v] = xv[u];
+                } else {
+                    uint8_t* m8 = slot_at(dests[i], t) + hdr;
+                    reinterpret_cast<uint2*>(m8)[v] = q8;
+                    if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
+                }
+            }
+        }
+        __syncthreads();  // dests is rewritten for the next token
+        if (t + 1 < t1) load_x(t + 1);
+    }
+    EPBENCH_TRACE(a, 5);
+
+    // --- count every expert's selections (every block counts all of
+    // topk_idx, so no grid-wide step is needed) ---
+    count4(threadIdx.x);
+    for (int i0 = threadIdx.x + 4 * kThreads; i0 < n_ids; i0 += 4 * kThreads) {
+        load4(i0);
+        count4(i0);
+    }
+    // Rank-major: the tokens sent to each rank, 32/K tokens per warp at a
+    // time (lane j holds selection j % K of the warp's token j / K; the
+    // lowest lane of each (token, rank) counts the token).
+    const int per_warp = kWarp / K;
+    for (int base = warp * per_warp; rm && base < own; base += kWarps * per_warp) {
+        const int tk = base + lane / K;
+        const int64_t e = lane < per_warp * K && tk < own ? __ldg(a.topk_idx + (int64_t)tk * K + lane % K) : -1;
+        const int q = e >= 0 && e < E ? (int)(e / L) : -1;
+        const unsigned same = __match_any_sync(0xffffffffu, q < 0 ? -1 - lane : tk * R + q);
+        if (q >= 0 && lane == __ffs(same) - 1) {
+            atomicAdd(&total_r[q], 1);
+            if (tk < t0) atomicAdd(&before_r[q], 1);
+        }
+    }
+    __syncthreads();
+    // Every peer learns how many rows each of its experts gets from here.
+    if (blockIdx.x == 0) {
+        for (int q = 0; q < R; q++) {
+            if (direct_self(a, q) || masked(a.active, q)) continue;
+            int2* c = at<int2>(peer_base[q], a.off_dispatch_counts) + count_index(a, a.rank);
+            uint4* ic = at<uint4>(peer_base[q], a.off_inline_counts) + count_index(a, a.rank);
+            // Rank-major: one count, the tokens sent to q.
+            for (int l = threadIdx.x; l < (rm ? 1 : L); l += kThreads) {
+                const int n = rm ? total_r[q] : total[q * L + l];
+                if (inl || lines) unit_store(ic + l, n, 0, flag);
+                else c[l] = make_int2(n, a.epoch);  // one 8-byte store
+            }
+        }
+    }
+
+    if (warp == 0 && !lines && !(spread && !rm))
+        for (int t = t0; t < t1; t++) headers_of(t, !spread && t == t0, first_e, first_w);
     // Lines: words w and w + 1 of a row as its lines carry them (d0, d1),
     // into row r of this rank's recv, for an own token's row or a received
     // one (FP8: past the E4M3 data, the scales into recv_scales).
@@ -549,7 +548,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             if (lane < K) e = __ldg(a.topk_idx + (int64_t)t * K + lane);
             const bool mine = e >= lo && e < hi;
             const int pos = mine ? a.row_pos[((int64_t)a.rank * T + t) * K + lane] : 0;
-            keep_own(mine, rm ? (int64_t)pos : (e - lo) * rows_per_expert + pos);  // rank-major: pos is the slot
+            keep_own(mine, recv_row(a, (int)(e - lo), pos));
         }
         workers_sync();
         const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
