@@ -5,12 +5,15 @@
 // topk_idx (a few kilobytes, so no grid-wide step is needed), which tells the
 // sending block the row each of its selections takes inside its expert's
 // rows from this rank (tokens ascending). It sends each token, one message
-// per (token, destination peer), the row first and then a header with the
-// routing and those rows. Once its stores are issued the block takes its
-// ticket, and its worker warps write the own rank's rows while the peers'
-// data is on its way; after the peers' release they copy the messages the
-// block owns (one per source token) to the rows their headers name, so the
-// receive side scans nothing; the last block also writes the layout.
+// per (token, destination peer): the row and a header with the routing and
+// those rows (below 16 tokens the rows are spread over the grid, the places
+// counted first, the headers sent before the rows and the own rank's rows
+// written with the sends). Once its stores are issued the block takes its
+// ticket; with more tokens its worker warps then write the own rank's rows
+// while the peers' data is on its way. After the peers' release they copy
+// the messages the block owns (one per source token) to the rows their
+// headers name, so the receive side scans nothing; the last block also
+// writes the layout.
 //
 // Combine: the expert side walks the peers' received (source, token) slots,
 // cut into row slices so every warp of the grid has work, and either

@@ -29,7 +29,7 @@ struct LLArgs {
     const int* tokens_of;      // [R] the tokens each rank dispatches (-l, -N), or null: every rank `tokens`
     int* active;               // -T: null, or [R] the mask of active ranks (1 active, 0 masked; bound_reached)
     uint64_t* trace;           // null, or [grid, kTracePoints] globaltimer stamps of this call's phases
-    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then [2] ticket slots (the first used)
+    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then the ticket counter of this rank's blocks
     uint64_t off_combine_signal;
     uint64_t off_dispatch_recv;    // [2, R, T] dispatch messages (header + row) per call parity, source rank and token
     uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows

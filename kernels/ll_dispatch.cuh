@@ -28,7 +28,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     __shared__ float gamax[16384 / kScaleBlock];  // lines, FP8: each channel group's largest magnitude
     __shared__ int lhdr[2 + 3 * kMaxTopK];        // lines: the header being sent
     // Spread (fewer than kSpreadTokens tokens, so T * K <= kWorkers): every
-    // selection's expert, and its row among that expert's rows from here.
+    // selection's expert, and its place among the rows from here that its
+    // destination receives (expert-major: its expert's rows; rank-major:
+    // the slots of the tokens sent to its rank).
     __shared__ int sel_e[kWorkers], sel_p[kWorkers];
 
     const uint64_t deadline = global_timer() + a.timeout_ns;
@@ -127,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         for (int u = 0; u < 4; u++) {
             if (ids[u] < 0 || ids[u] >= E) continue;
             atomicAdd(&total[ids[u]], 1);
-            if (i0 + u * kThreads < nb) atomicAdd(&before[ids[u]], 1);
+            if (!spread && i0 + u * kThreads < nb) atomicAdd(&before[ids[u]], 1);  // spread: sel_p instead
         }
     };
     load4(threadIdx.x);
@@ -153,10 +155,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         if (lane == 0) nown = rm ? mines != 0 : __popc(mines);
     };
     // --- the headers (warp 0), with the row of every selection in its
-    // expert's rows from here (tokens in order); `held`: the selections are
-    // he and hw, loaded by load_x. Lines, and the non-spread fenced path's
-    // first token: also the token's own-rank rows (own_rows, nown), which the
-    // send pass (lines) or the workers (fenced) write ---
+    // expert's rows from here (tokens in order; spread: the places counted
+    // before the send pass, which the headers then precede); `held`: the
+    // selections are he and hw, loaded by load_x. Lines, and the non-spread
+    // fenced path's first token: also the token's own-rank rows (own_rows,
+    // nown), which the send pass (lines) or the workers (fenced) write ---
     auto headers_of = [&](int t, bool held, int64_t he, float hw) {
         // Experts within a token are distinct, so the lanes of one token
         // never share a counter.
@@ -172,21 +175,26 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         const int q = find_dests(e);
         int p = 0;
         if (rm) {
-            // The token's place among those sent to q, taken by the lowest
-            // lane of each rank and shared with that rank's other lanes.
-            const int leader = __ffs(__match_any_sync(0xffffffffu, q)) - 1;
-            if (q >= 0 && lane == leader) {
-                p = before_r[q];
-                before_r[q] = p + 1;
+            // The token's place among those sent to q: spread, counted before
+            // the send pass; else taken by the lowest lane of each rank and
+            // shared with that rank's other lanes.
+            if (spread) {
+                if (lane < K) p = sel_p[t * K + lane];
+            } else {
+                const int leader = __ffs(__match_any_sync(0xffffffffu, q)) - 1;
+                if (q >= 0 && lane == leader) {
+                    p = before_r[q];
+                    before_r[q] = p + 1;
+                }
+                p = __shfl_sync(0xffffffffu, p, leader);
             }
-            p = __shfl_sync(0xffffffffu, p, leader);
             const unsigned here = __ballot_sync(0xffffffffu, q >= 0 && direct_self(a, q));
             if (here != 0) {
                 const int64_t slot = (int64_t)a.rank * T + __shfl_sync(0xffffffffu, p, __ffs(here) - 1);
                 record_slot(slot, t, q == a.rank ? (int)(e - lo) : -1, w);
                 if (q == a.rank) a.row_pos[((int64_t)a.rank * T + t) * K + lane] = (int)slot;
             }
-        } else if (spread) {  // counted before the send pass
+        } else if (spread) {
             if (lane < K) p = sel_p[t * K + lane];
         } else if (q >= 0) {
             p = before[e];
@@ -255,10 +263,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         __syncwarp();  // dests is rewritten for the next token
     };
     // Spread: every selection's expert (-1 outside [0, E)), then its place
-    // among its expert's rows from this rank (expert-major: the earlier
-    // tokens that select the expert; rank-major: the earlier tokens that
-    // select this rank), so that the send pass writes the own rank's rows
-    // from the registers that hold them for the peers.
+    // among the rows from this rank that its destination receives
+    // (expert-major: the earlier tokens that select the expert; rank-major:
+    // the earlier tokens that select a rank's expert, the selection's rank),
+    // so that the headers go out before the send pass and the send pass
+    // writes the own rank's rows from the registers that hold them for the
+    // peers.
     if (spread && threadIdx.x < n_ids) sel_e[threadIdx.x] = expert_or_none(ids[0], E);
     __syncthreads();
     if (spread) {
@@ -267,10 +277,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             int p = 0;
             if (!rm) {
                 for (int j = 0; j < i / K * K; j++) p += sel_e[j] == e;
-            } else {
+            } else if (e >= 0) {
+                const int qlo = e / L * L;  // the selection's rank's first expert
                 for (int u = 0; u < i / K; u++) {
                     bool h = false;
-                    for (int k = 0; k < K; k++) h = h || (sel_e[u * K + k] >= lo && sel_e[u * K + k] < hi);
+                    for (int k = 0; k < K; k++) h = h || (sel_e[u * K + k] >= qlo && sel_e[u * K + k] < qlo + L);
                     p += h;
                 }
             }
@@ -278,15 +289,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
         __syncthreads();
     }
-    // Spread, expert-major: the headers (warp 0, below) need only the places
-    // counted above, so they go out before the send pass, while the other
-    // warps' rows are loaded.
-    if (spread && !rm && warp == 0)
+    // Spread: the headers (warp 0, below) need only the places counted
+    // above, so they go out before the send pass, while the other warps'
+    // rows are loaded.
+    if (spread && warp == 0)
         for (int t = t0; t < t1; t++) headers_of(t, false, -1, 0.f);
 
-    // --- the rows to the peers first: they need only the destinations, and
-    // stream over NVLink while the blocks count (spread: the own rank's rows
-    // are written beside them). One SM stores only ~20 GB/s
+    // --- the rows to the peers before the count: they need only the
+    // destinations, and stream over NVLink while the blocks count (spread:
+    // the own rank's rows are written beside them). One SM stores only ~20 GB/s
     // over NVLink, so for fewer than kSpreadTokens tokens the rows are spread
     // over the grid 16 vectors (one FP8 scale group) at a time (group c of all
     // tokens' rows goes to block c % grid); otherwise each block sends its own
@@ -296,7 +307,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // tokens, so a rank without tokens still releases its peers.
     const int stored_blocks = max(1, min((int)gridDim.x, spread ? all_groups : own));
     // Half-warp j takes groups j * grid + block, ...: counted from warp 1, so
-    // warp 0, which writes the headers next, has the last two.
+    // warp 0, which has written the headers first, has the last two.
     const int send_j = (threadIdx.x + kThreads - kWarp) % kThreads / 16;
     for (int c = send_j * gridDim.x + blockIdx.x; spread && c < all_groups; c += (kThreads / 16) * gridDim.x) {
         const int t = c / row_groups, v = (c % row_groups) * 16 + sub;
@@ -395,7 +406,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         const unsigned same = __match_any_sync(0xffffffffu, q < 0 ? -1 - lane : tk * R + q);
         if (q >= 0 && lane == __ffs(same) - 1) {
             atomicAdd(&total_r[q], 1);
-            if (tk < t0) atomicAdd(&before_r[q], 1);
+            if (!spread && tk < t0) atomicAdd(&before_r[q], 1);
         }
     }
     __syncthreads();
@@ -414,7 +425,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
     }
 
-    if (warp == 0 && !lines && !(spread && !rm))
+    if (warp == 0 && !lines && !spread)
         for (int t = t0; t < t1; t++) headers_of(t, !spread && t == t0, first_e, first_w);
     // Lines: words w and w + 1 of a row as its lines carry them (d0, d1),
     // into row r of this rank's recv, for an own token's row or a received
@@ -495,9 +506,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     EPBENCH_TRACE(a, 1);
     if (lines) EPBENCH_TRACE(a, 6);  // the send pass wrote the own rank's rows
     // Warp 0 takes the block's ticket and, if last, releases the peers; then
-    // it is done. The own rank's rows are not part of the release: fenced,
-    // the workers write them while the peers' data is on its way (lines: the
-    // send pass wrote them), then go on to the receive side.
+    // it is done. The own rank's rows are not part of the release: fenced
+    // with more tokens, the workers write them while the peers' data is on
+    // its way, then go on to the receive side (lines and spread: the send
+    // pass wrote them).
     if (warp == 0) {
 #if EPBENCH_GIN
         // GIN peers (ll_gin.cuh): the messages of tokens [from, to) and,
