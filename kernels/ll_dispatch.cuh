@@ -129,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         for (int u = 0; u < 4; u++) {
             if (ids[u] < 0 || ids[u] >= E) continue;
             atomicAdd(&total[ids[u]], 1);
-            if (!spread && i0 + u * kThreads < nb) atomicAdd(&before[ids[u]], 1);  // spread: sel_p instead
+            if (i0 + u * kThreads < nb) atomicAdd(&before[ids[u]], 1);
         }
     };
     load4(threadIdx.x);
@@ -268,13 +268,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // the earlier tokens that select a rank's expert, the selection's rank),
     // so that the headers go out before the send pass and the send pass
     // writes the own rank's rows from the registers that hold them for the
-    // peers.
+    // peers. The counts (total, total_r) are taken here too, so nothing is
+    // left to count after the send pass.
     if (spread && threadIdx.x < n_ids) sel_e[threadIdx.x] = expert_or_none(ids[0], E);
     __syncthreads();
     if (spread) {
         if (threadIdx.x < n_ids) {
             const int i = threadIdx.x, e = sel_e[i];
             int p = 0;
+            if (e >= 0) atomicAdd(&total[e], 1);
             if (!rm) {
                 for (int j = 0; j < i / K * K; j++) p += sel_e[j] == e;
             } else if (e >= 0) {
@@ -284,6 +286,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                     for (int k = 0; k < K; k++) h = h || (sel_e[u * K + k] >= qlo && sel_e[u * K + k] < qlo + L);
                     p += h;
                 }
+                // The token counts once for the rank, by its lowest
+                // selection there.
+                bool first = true;
+                for (int k = i / K * K; k < i; k++) first = first && !(sel_e[k] >= qlo && sel_e[k] < qlo + L);
+                if (first) atomicAdd(&total_r[e / L], 1);
             }
             sel_p[i] = p;
         }
@@ -389,9 +396,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     EPBENCH_TRACE(a, 5);
 
     // --- count every expert's selections (every block counts all of
-    // topk_idx, so no grid-wide step is needed) ---
-    count4(threadIdx.x);
-    for (int i0 = threadIdx.x + 4 * kThreads; i0 < n_ids; i0 += 4 * kThreads) {
+    // topk_idx, so no grid-wide step is needed; spread: counted above) ---
+    if (!spread) count4(threadIdx.x);
+    for (int i0 = threadIdx.x + 4 * kThreads; !spread && i0 < n_ids; i0 += 4 * kThreads) {
         load4(i0);
         count4(i0);
     }
@@ -399,17 +406,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // time (lane j holds selection j % K of the warp's token j / K; the
     // lowest lane of each (token, rank) counts the token).
     const int per_warp = kWarp / K;
-    for (int base = warp * per_warp; rm && base < own; base += kWarps * per_warp) {
+    for (int base = warp * per_warp; rm && !spread && base < own; base += kWarps * per_warp) {
         const int tk = base + lane / K;
         const int64_t e = lane < per_warp * K && tk < own ? __ldg(a.topk_idx + (int64_t)tk * K + lane % K) : -1;
         const int q = e >= 0 && e < E ? (int)(e / L) : -1;
         const unsigned same = __match_any_sync(0xffffffffu, q < 0 ? -1 - lane : tk * R + q);
         if (q >= 0 && lane == __ffs(same) - 1) {
             atomicAdd(&total_r[q], 1);
-            if (!spread && tk < t0) atomicAdd(&before_r[q], 1);
+            if (tk < t0) atomicAdd(&before_r[q], 1);
         }
     }
-    __syncthreads();
+    if (!spread) __syncthreads();
     // Every peer learns how many rows each of its experts gets from here.
     if (blockIdx.x == 0) {
         for (int q = 0; q < R; q++) {
