@@ -55,14 +55,19 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     int t0, t1;
     token_range(own, t0, t1);
 
+    const bool inl = a.inline_proto == kProtoInline, lines = a.inline_proto == kProtoLines;
     // The block's first token row is loaded along with the routing below:
-    // thread i holds vectors i, i + kThreads, ... of the row.
+    // thread i holds vectors i, i + kThreads, ... of the row (lines, which
+    // reads the row again as its lines go out, holds none: the row's
+    // 128-byte lines are brought into L1 instead, one per thread).
     // Lane k of warp 0 holds the token's k-th expert id and weight.
     uint4 xv[kMaxVecPerThread];
     int64_t tok_e = -1;
     float tok_w = 0.f;
     auto load_x = [&](int t) {
         const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
+        if (lines && threadIdx.x * 128 < H * 2)
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(reinterpret_cast<const uint8_t*>(src) + threadIdx.x * 128));
 #pragma unroll
         for (int i = 0; i < kMaxVecPerThread; i++) {
             const int v = threadIdx.x + i * kThreads;
@@ -75,7 +80,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     };
     // Spread, the rows leave from many SMs (see the send pass), so the block
     // holds no row.
-    const bool inl = a.inline_proto == kProtoInline, lines = a.inline_proto == kProtoLines;
     // spreads(a.inline_proto, T), which variant_ok checked. Not const: the
     // optimizer still drops the other path, and the front end does not call
     // the path after the spread one's return unreachable in the spread entry.
