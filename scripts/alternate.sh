@@ -101,10 +101,8 @@ run() {
 	return $rc
 }
 
-# kernel PHASE: the kernel timer's average of Dispatch or Combine in $out.
-kernel() {
-	sed -n '/^--- Kernel-only performance ---/,/^$/p' "$out" | sed -n "s/^$1: *avg=\([0-9.]*\) us.*/\1/p" | head -1
-}
+# shellcheck source=summary.sh
+source "$(dirname "${BASH_SOURCE[0]}")/summary.sh"
 
 status=0
 declare -A cells skip
@@ -131,7 +129,7 @@ for ((r = 1; r <= rounds; r++)); do
 			# shellcheck disable=SC2086
 			run "$i" -i "$iters" ${configs[$ci]}
 			rc=$?
-			d=$(kernel Dispatch) c=$(kernel Combine)
+			d=$(kernel_avg "$out" Dispatch) c=$(kernel_avg "$out" Combine)
 			if [ $rc -ne 0 ] || [ -z "$d" ] || [ -z "$c" ]; then
 				echo "alternate: round $r, ${names[$i]} [${configs[$ci]:-defaults}]: exit $rc, no kernel times:" >&2
 				tail -5 "$out" >&2

@@ -55,13 +55,13 @@ results=()
 status=0
 
 say() { echo "$@" | tee -a "$log"; }
+# shellcheck source=summary.sh
+source scripts/summary.sh
 # averages FILE: "D C H" of an epbench summary, the kernel timer's dispatch
 # and combine averages and the host D+C average (us; - where absent).
 averages() {
 	local d c h
-	d=$(sed -n '/Kernel-only/,/^$/p' "$1" | sed -n 's/^Dispatch: *avg=\([0-9.]*\).*/\1/p' | head -1)
-	c=$(sed -n '/Kernel-only/,/^$/p' "$1" | sed -n 's/^Combine: *avg=\([0-9.]*\).*/\1/p' | head -1)
-	h=$(sed -n 's/^Total (D+C): *avg=\([0-9.]*\).*/\1/p' "$1" | head -1)
+	d=$(kernel_avg "$1" Dispatch) c=$(kernel_avg "$1" Combine) h=$(host_avg "$1")
 	echo "${d:--} ${c:--} ${h:--}"
 }
 
@@ -395,9 +395,10 @@ if [ ${#perf[@]} -gt 0 ]; then
 	echo "=== performance ($np ranks; kernel = CUPTI avg over ranks, us) ==="
 	printf '%-10s %-18s %5s %10s %10s %10s\n' dtype combine tokens kernel-D kernel-C host-D+C
 	for p in "${perf[@]}"; do echo "$p"; done
-	if [ -f "$out/default.txt" ] && [ -f "${REFERENCE:-report/testdata/reference/ll_t128_i50.ep_bench.out}" ]; then
+	reference=${REFERENCE:-report/testdata/reference/ll_t128_i50.ep_bench.out}
+	if [ -f "$out/default.txt" ] && [ -f "$reference" ]; then
 		echo
-		bin/epbench compare --label epbench --label ep_bench "$out/default.txt" "${REFERENCE:-report/testdata/reference/ll_t128_i50.ep_bench.out}"
+		bin/epbench compare --label epbench --label ep_bench "$out/default.txt" "$reference"
 	fi
 	echo
 fi
