@@ -2,11 +2,13 @@
 # Times kernel builds alternated, as docs/PERF.md's kernel entries are measured: every round runs each
 # configuration with every build in turn (one mpirun each), so that a drift of the GPU or the node over the
 # minutes of the measurement falls on all builds alike. A build is NAME=DIR (its PTX, loaded with --ptx-dir;
-# scripts/ptx.sh nvcc DIR builds it) or NAME=embedded (the kernels in the binary). Prints, per configuration and
+# scripts/ptx.sh nvcc DIR builds it), NAME=embedded (the kernels in the binary) or NAME=exe:PATH (another epbench
+# executable with the kernels embedded in it, e.g. an earlier release's; it must take the configurations' flags).
+# Prints, per configuration and
 # build, the kernel timer's dispatch and combine averages over the rounds as min–max (us), a markdown table.
 # With -V, each build first runs each configuration once validated (-w 3 -i 20 -V), and a build is not timed on
 # a configuration it did not pass: a time counts only for kernels whose results are right.
-# Usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-p NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded...
+# Usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-p NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded|NAME=exe:PATH...
 #   -r rounds (default 3), -i timed iterations per run (default 300), -p ranks (mpirun -np, default 1),
 #   -c one configuration's epbench flags (repeatable; default: the defaults, ''), -h this help.
 # Environment: EPBENCH (default bin/epbench), MPIRUN (default mpirun), MPIRUN_ARGS, LIMIT (seconds per run,
@@ -49,11 +51,13 @@ limit=${LIMIT:-120}
 
 names=() dirs=()
 for b in "$@"; do
-	[[ $b == *=* ]] || usage "a build is NAME=DIR or NAME=embedded, got '$b'"
+	[[ $b == *=* ]] || usage "a build is NAME=DIR, NAME=embedded or NAME=exe:PATH, got '$b'"
 	name=${b%%=*} dir=${b#*=}
-	[ -n "$name" ] && [ -n "$dir" ] || usage "a build is NAME=DIR or NAME=embedded, got '$b'"
+	[ -n "$name" ] && [ -n "$dir" ] || usage "a build is NAME=DIR, NAME=embedded or NAME=exe:PATH, got '$b'"
 	for n in "${names[@]}"; do [ "$n" != "$name" ] || usage "build $name named twice"; done
-	if [ "$dir" != embedded ]; then
+	if [[ $dir == exe:* ]]; then
+		[ -f "${dir#exe:}" ] && [ -x "${dir#exe:}" ] || usage "build $name: no executable ${dir#exe:}"
+	elif [ "$dir" != embedded ]; then
 		[ -d "$dir" ] || usage "build $name: no folder $dir"
 		compgen -G "$dir/*.ptx" >/dev/null || usage "build $name: no PTX in $dir"
 	fi
@@ -90,10 +94,14 @@ trap 'stop terminated 143' TERM
 run() {
 	local i=$1
 	shift
-	local ptx=()
-	[ "${dirs[$i]}" = embedded ] || ptx=(--ptx-dir "${dirs[$i]}")
+	local ptx=() exe=$epbench
+	case ${dirs[$i]} in
+	embedded) ;;
+	exe:*) exe=${dirs[$i]#exe:} ;;
+	*) ptx=(--ptx-dir "${dirs[$i]}") ;;
+	esac
 	# shellcheck disable=SC2086
-	timeout -k 5 "$limit" "$mpirun" "${root[@]}" -np "$np" ${MPIRUN_ARGS:-} "$epbench" "${ptx[@]}" "$@" >"$out" 2>&1 &
+	timeout -k 5 "$limit" "$mpirun" "${root[@]}" -np "$np" ${MPIRUN_ARGS:-} "$exe" "${ptx[@]}" "$@" >"$out" 2>&1 &
 	child=$!
 	wait "$child"
 	local rc=$?

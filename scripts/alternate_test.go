@@ -23,20 +23,22 @@ exec "$@"
 // prints (report's golden BF16 output, $GOLDEN) with the kernel averages
 // replaced: dispatch BASE + 0.01 per earlier call of the same build and
 // flags (so rounds differ), combine 1 less. The build is the --ptx-dir
-// folder's name (base 6 for "a", 7 for "b") or embedded (base 8). -V prints
+// folder's name (base 6 for "a", 7 for "b") or embedded (base 8; 9 when
+// the executable is named "old", another release's stand-in). -V prints
 // the validation line, failed for a build named "bad"; flags with -t 9
 // fail (exit 4).
 const fakeEpbench = `#!/bin/sh
 echo "$*" >> "$LOG"
 build=embedded
 [ "$1" = --ptx-dir ] && build=$(basename "$2")
+[ "$(basename "$0")" = old ] && build=old
 case " $* " in *" -t 9 "*) echo "epbench: error: a peer did not arrive" >&2; exit 4 ;; esac
 case " $* " in *" -V "*)
 	if [ "$build" = bad ]; then echo "Global validation: Dispatch=FAILED, Combine=PASSED"; exit 3; fi
 	echo "Global validation: Dispatch=PASSED, Combine=PASSED"; exit 0 ;;
 esac
 n=$(grep -cxF -- "$*" "$LOG")
-base=8; [ "$build" = a ] && base=6; [ "$build" = b ] && base=7
+base=8; [ "$build" = a ] && base=6; [ "$build" = b ] && base=7; [ "$build" = old ] && base=9
 d=$(awk -v b=$base -v n=$n 'BEGIN { printf "%.2f", b + 0.01 * (n - 1) }')
 c=$(awk -v b=$base -v n=$n 'BEGIN { printf "%.2f", b - 1 + 0.01 * (n - 1) }')
 sed -e "s/^Dispatch:    avg=[0-9.]* us/Dispatch:    avg=$d us/" -e "s/^Combine:     avg=[0-9.]* us/Combine:     avg=$c us/" "$GOLDEN"
@@ -57,6 +59,7 @@ func newAlternateRig(t *testing.T) *alternateRig {
 	r.log = filepath.Join(r.dir, "calls.log")
 	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "mpirun"), []byte(fakeMPIRun), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "epbench"), []byte(fakeEpbench), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "old"), []byte(fakeEpbench), 0o755))
 	require.NoError(t, os.WriteFile(r.log, nil, 0o644))
 	for _, b := range []string{"a", "b", "bad"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(r.dir, b), 0o755))
@@ -132,6 +135,17 @@ func TestAlternateOneRoundPrintsOneValue(t *testing.T) {
 	require.Equal(t, 0, code, "stderr:\n%s", errs)
 	assert.Contains(t, out, "| defaults | 6.00 / 5.00 |\n")
 	assert.Equal(t, []string{"--ptx-dir " + filepath.Join(r.dir, "a") + " -i 300"}, r.calls())
+}
+
+func TestAlternateRunsAnotherExecutableWithItsOwnKernels(t *testing.T) {
+	r := newAlternateRig(t)
+	a := filepath.Join(r.dir, "a")
+	out, errs, code := r.run("-V", "-r", "2", "A="+a, "O=exe:"+filepath.Join(r.dir, "old"))
+	require.Equal(t, 0, code, "stderr:\n%s", errs)
+	// The other executable gets no --ptx-dir, and its own times are its cells.
+	assert.Equal(t, []string{"--ptx-dir " + a + " -w 3 -i 20 -V", "-w 3 -i 20 -V",
+		"--ptx-dir " + a + " -i 300", "-i 300", "--ptx-dir " + a + " -i 300", "-i 300"}, r.calls())
+	assert.Contains(t, out, "| defaults | 6.00–6.01 / 5.00–5.01 | 9.00–9.01 / 8.00–8.01 |\n")
 }
 
 func TestAlternateTimesOnlyBuildsThatValidate(t *testing.T) {
@@ -211,8 +225,10 @@ func TestAlternateRefusesBadUsage(t *testing.T) {
 		want string
 	}{
 		{nil, "no build named"},
-		{[]string{"A"}, "a build is NAME=DIR or NAME=embedded, got 'A'"},
-		{[]string{"=x"}, "a build is NAME=DIR or NAME=embedded"},
+		{[]string{"A"}, "a build is NAME=DIR, NAME=embedded or NAME=exe:PATH, got 'A'"},
+		{[]string{"=x"}, "a build is NAME=DIR, NAME=embedded or NAME=exe:PATH"},
+		{[]string{"A=exe:" + filepath.Join(r.dir, "nope")}, "build A: no executable"},
+		{[]string{"A=exe:" + filepath.Join(r.dir, "a")}, "build A: no executable"},
 		{[]string{"A=" + filepath.Join(r.dir, "nope")}, "build A: no folder"},
 		{[]string{"A=" + filepath.Join(r.dir, "empty")}, "build A: no PTX in"},
 		{[]string{"A=embedded", "A=" + filepath.Join(r.dir, "a")}, "build A named twice"},
