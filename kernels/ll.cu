@@ -6,11 +6,13 @@
 // sending block the row each of its selections takes inside its expert's
 // rows from this rank (tokens ascending). It sends each token, one message
 // per (token, destination peer): the row and a header with the routing and
-// those rows (below 16 tokens the rows are spread over the grid, the places
-// counted first, the headers sent before the rows and the own rank's rows
-// written with the sends). Once its stores are issued the block takes its
-// ticket; with more tokens its worker warps then write the own rank's rows
-// while the peers' data is on its way. After the peers' release they copy
+// those rows (inline, and fenced below 16 tokens: the rows are spread over
+// the grid, the places and counts taken first, the headers sent before the
+// rows and the own rank's rows written with the sends; lines: the send pass
+// writes the own rank's rows too). Once its stores are issued the block
+// takes its ticket; fenced with more tokens, its worker warps then write the
+// own rank's rows while the peers' data is on its way. After the peers'
+// release they copy
 // the messages the block owns (one per source token) to the rows their
 // headers name, so the receive side scans nothing; the last block also
 // writes the layout.
@@ -586,6 +588,15 @@ __device__ __forceinline__ unsigned next_rank(unsigned my_rank, int prev) {
     return __reduce_min_sync(0xffffffffu, (int)my_rank > prev && my_rank != UINT_MAX ? my_rank : UINT_MAX);
 }
 
+// direct_send: of the own rank's selections (bits of own; lane k holds
+// selection k's expert e, -1 for none), those before every other rank's in
+// top-k order: the first terms of the source side's sum, which an inline
+// combine's worker warp adds up and hands over. Warp-collective.
+__device__ __forceinline__ unsigned own_prefix(unsigned own, int e) {
+    const unsigned others = __ballot_sync(0xffffffffu, e >= 0) & ~own;
+    return others != 0 ? own & ((others & (0u - others)) - 1) : own;
+}
+
 // acc += w * the decoded vectors in raw (the fp32 steps of the CPU reference).
 __device__ __forceinline__ void add_weighted(const LLArgs& a, float acc[kVecPerLane][8], float w,
                                              const YRaw raw[kVecPerLane]) {
@@ -640,10 +651,13 @@ __device__ __forceinline__ void local_partial(const LLArgs& a, unsigned local, i
 // Expert side of combine for one work item: row slice `slice` of the slot
 // (source rank s, token t). It either sends the bf16 partial of the local
 // experts the token selected (rank_local_reduce) or every such expert row
-// (direct_send) to the source's combine receive area; with `hand` (inline,
-// the own rank's partial) it leaves the partial there instead, the lane's
-// kVecPerLane vectors, for the source side's warp of the same block.
-// Warp-uniform.
+// (direct_send) to the source's combine receive area. With `hand` (inline,
+// the own rank's item) it hands part of the item to the source side's warp
+// of the same block in shared memory instead, the lane's vectors at hand[0],
+// hand[1], ...: rank_local_reduce and rank-major, the partial (bf16, one
+// vector each); direct_send, the fp32 sum of the own selections that come
+// before any other rank's in top-k order (own_prefix), two vectors each, the
+// rest of its rows sent as usual. Warp-uniform.
 __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int s, int t, int slice,
                                              uint4* hand = nullptr) {
     const int T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
@@ -714,9 +728,28 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     int v[kVecPerLane];
     item_vecs(slice, lines, vec_per_row, nl, v);
     float acc[kVecPerLane][8];
+    // direct_send with hand: the selections summed here, into acc.
+    const unsigned summed = !per_rank(a) && hand != nullptr ? own_prefix(local, e) : 0u;
+    if (!per_rank(a)) {
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
+    }
     if (per_rank(a)) local_partial(a, local, my_row, my_w, v, acc);
-    else for_local_rows(a, local, my_row, my_w, v, [&](int k, float, const YRaw* raw) {
-        // direct_send: every expert row travels back as bf16.
+    else for_local_rows(a, local, my_row, my_w, v, [&](int k, float w, const YRaw* raw) {
+        if (summed >> k & 1) {  // as the source side adds a row that came back (bf16)
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++) {
+                float f[8];
+                decode_y(a, raw[u], f);
+                if (a.fp8) unpack8(pack8(f), f);
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], w, f[j]);
+            }
+            return;
+        }
+        // direct_send: every other expert row travels back as bf16.
         const uint64_t row = (uint64_t)t * K + k;
         uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
 #pragma unroll
@@ -736,7 +769,18 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
             else to[v[u]] = out;
         }
     });
-    if (!per_rank(a)) return;
+    if (!per_rank(a)) {
+        if (summed != 0) {
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++) {
+                hand[2 * u] = make_uint4(__float_as_uint(acc[u][0]), __float_as_uint(acc[u][1]),
+                                                 __float_as_uint(acc[u][2]), __float_as_uint(acc[u][3]));
+                hand[2 * u + 1] = make_uint4(__float_as_uint(acc[u][4]), __float_as_uint(acc[u][5]),
+                                                       __float_as_uint(acc[u][6]), __float_as_uint(acc[u][7]));
+            }
+        }
+        return;
+    }
     const uint64_t row = (uint64_t)a.rank * T + t;
     uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
 #pragma unroll
@@ -780,9 +824,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // The own rank's tokens: fenced and lines, the source side reads their
     // own-rank part itself; inline, the worker warps of the same block
     // compute it (an item's expert and source sides share its block, as
-    // both number items across the blocks first: the partial of the first
-    // item of source warps 0..kWarps-2 is handed over in shared memory, the
-    // rest written as a peer's partial or rows are) and the source side
+    // both number items across the blocks first: the first item of source
+    // warps 0..kWarps-2 is handed over in shared memory, its partial or the
+    // sum of its first own rows, the rest written as a peer's partial or
+    // rows are) and the source side
     // waits for it: at the few tokens where inline is used (auto: up to
     // 32 KB of rows, plan.go; two tokens at hidden 7168) the source side's path is then
     // split over two warps, which measured faster than running it in one
@@ -797,14 +842,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     uint64_t* const signal = at<uint64_t>(self, a.off_combine_signal);
     __shared__ int failed;  // fenced: a wait for a peer gave up
     if (!inl && !lines && threadIdx.x == 0) failed = 0;
-    // Inline, rank_local_reduce and rank-major: the own rank's partial of
-    // the first item of source warp w (0..kWarps-2), computed by worker
-    // warp w + 1 of the same block (the first own item of that warp is the
-    // same item), handed over here instead of through memory; hand_ready[w]
-    // says it is in place.
-    __shared__ uint4 hand_part[kWarps - 1][kWarp][kVecPerLane];
+    // Inline: the own rank's part of the first item of source warp w
+    // (0..kWarps-2), computed by worker warp w + 1 of the same block (the
+    // first own item of that warp is the same item), handed over here
+    // instead of through memory (rank_local_reduce and rank-major: its
+    // partial; direct_send: the sum of its own_prefix rows; combine_item);
+    // hand_ready[w] says it is in place. A direct_send sum (fp32) takes
+    // twice the room of a partial.
+    __shared__ uint4 hand_part[kWarps - 1][kWarp][(EPBENCH_COMBINE_MODE == kModeDirectSend ? 2 : 1) * kVecPerLane];
     __shared__ int hand_ready[kWarps - 1];
-    const bool handing = inl && per_rank(a);
+    const bool handing = inl;
     const int hand_items = gridDim.x * (kWarps - 1);  // items [0, hand_items) are handed over
     if (handing && threadIdx.x < kWarps - 1) hand_ready[threadIdx.x] = 0;
     for (int item = gwarp; item < peer_items; item += nwarps) {
@@ -1067,7 +1114,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         // top-k order, each peer's (inline: each one) sent as a row. Fenced,
         // the own rank's terms are read here: its partial, computed first and
         // rounded to bf16 as a peer's is, or its expert output rows. Inline,
-        // a warp's first item's own partial comes through shared memory
+        // a warp's first item's own partial, or the sum of its own_prefix
+        // rows (the sum's first terms), comes through shared memory
         // (hand_part) from the worker warp that computed it.
         // -T: the selections and partials of masked ranks are left out.
         const int64_t my_row = own_row(e, pos);
@@ -1109,6 +1157,26 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         for (int u = 0; u < kVecPerLane; u++)
 #pragma unroll
             for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
+        if (!per_rank(a) && handing && item < hand_items) {
+            const unsigned summed = own_prefix(__ballot_sync(0xffffffffu, my_row >= 0), e);
+            if (summed != 0) {
+                // The sum, once its worker warp says so (as the partial
+                // below: bounded all the same, never masked).
+                for (uint32_t spins = 1; ok && *(volatile int*)&hand_ready[warp] == 0; spins++)
+                    if ((spins & 255) == 0 && bound_reached(deadline, a.err, nullptr, kPhaseCombine, a.rank)) ok = false;
+                if (__any_sync(0xffffffffu, !ok)) return;
+                __threadfence_block();
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++) {
+                    const uint4 x = hand_part[warp][lane][2 * u], y = hand_part[warp][lane][2 * u + 1];
+                    acc[u][0] = __uint_as_float(x.x), acc[u][1] = __uint_as_float(x.y);
+                    acc[u][2] = __uint_as_float(x.z), acc[u][3] = __uint_as_float(x.w);
+                    acc[u][4] = __uint_as_float(y.x), acc[u][5] = __uint_as_float(y.y);
+                    acc[u][6] = __uint_as_float(y.z), acc[u][7] = __uint_as_float(y.w);
+                }
+                left &= ~summed;
+            }
+        }
         for (bool more = true; more;) {
             uint4 in[kBatch][kVecPerLane], ihi[kBatch][kVecPerLane];
             int rowb[kBatch], rankb[kBatch];
@@ -1124,7 +1192,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 }
                 nb = b + 1;
                 ownb[b] = !inl && rankb[b] == a.rank;
-                handb[b] = handing && item < hand_items && rankb[b] == a.rank;
+                handb[b] = handing && per_rank(a) && item < hand_items && rankb[b] == a.rank;
                 if (handb[b]) continue;  // settled below
                 if (ownb[b] && per_rank(a)) {
 #pragma unroll
@@ -1158,9 +1226,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 // the handed-over partial, once its worker warp says so. A
                 // batch whose only term is that partial (at one rank, or a
                 // token whose other ranks are masked or come in another
-                // batch) jumps over the poll's code; direct_send's batches
-                // all have units.
-                bool units = !per_rank(a);
+                // batch) jumps over the poll's code; so does a direct_send
+                // item whose terms were all handed over.
+                bool units = !per_rank(a) && nb > 0;
 #pragma unroll
                 for (int b = 0; b < kBatch; b++) units |= b < nb && !ownb[b] && !handb[b];
                 for (uint32_t spins = 1; units; spins++) {

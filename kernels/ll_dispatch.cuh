@@ -27,7 +27,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     __shared__ int src_masked[2];  // fenced receive, -T: the current message's source is masked (by iteration parity)
     __shared__ float gamax[16384 / kScaleBlock];  // lines, FP8: each channel group's largest magnitude
     __shared__ int lhdr[2 + 3 * kMaxTopK];        // lines: the header being sent
-    // Spread (fewer than kSpreadTokens tokens, so T * K <= kWorkers): every
+    // Spread (this rank sends fewer than kSpreadTokens tokens, so own * K <=
+    // kWorkers): every
     // selection's expert, and its place among the rows from here that its
     // destination receives (expert-major: its expert's rows; rank-major:
     // the slots of the tokens sent to its rank).
@@ -57,9 +58,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
 
     const bool inl = a.inline_proto == kProtoInline, lines = a.inline_proto == kProtoLines;
     // The block's first token row is loaded along with the routing below:
-    // thread i holds vectors i, i + kThreads, ... of the row (lines, which
-    // reads the row again as its lines go out, holds none: the row's
-    // 128-byte lines are brought into L1 instead, one per thread).
+    // thread i holds vectors i, i + kThreads, ... of the row. Lines reads the
+    // row again as its lines go out, so the row's 128-byte lines are brought
+    // into L1 as well, one per thread (BF16 lines never uses the registers,
+    // and the compiler drops their loads).
     // Lane k of warp 0 holds the token's k-th expert id and weight.
     uint4 xv[kMaxVecPerThread];
     int64_t tok_e = -1;
@@ -80,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     };
     // Spread, the rows leave from many SMs (see the send pass), so the block
     // holds no row.
-    // spreads(a.inline_proto, T), which variant_ok checked. Not const: the
+    // spreads(a.inline_proto, own), which variant_ok checked. Not const: the
     // optimizer still drops the other path, and the front end does not call
     // the path after the spread one's return unreachable in the spread entry.
     bool spread = EPBENCH_SPREAD != 0;
@@ -306,9 +308,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     if (spread && warp == 0)
         for (int t = t0; t < t1; t++) headers_of(t, false, -1, 0.f);
 
-    // --- the rows to the peers before the count: they need only the
-    // destinations, and stream over NVLink while the blocks count (spread:
-    // the own rank's rows are written beside them). One SM stores only ~20 GB/s
+    // --- the rows to the peers before the count (spread: after it, as the
+    // own rank's rows, written beside them, need the places it gives): they
+    // need only the destinations, and stream over NVLink while the blocks
+    // count. One SM stores only ~20 GB/s
     // over NVLink, so for fewer than kSpreadTokens tokens the rows are spread
     // over the grid 16 vectors (one FP8 scale group) at a time (group c of all
     // tokens' rows goes to block c % grid); otherwise each block sends its own
