@@ -4,8 +4,8 @@
 # minutes of the measurement falls on all builds alike. A build is NAME=DIR (its PTX, loaded with --ptx-dir;
 # scripts/ptx.sh nvcc DIR builds it), NAME=embedded (the kernels in the binary) or NAME=exe:PATH (another epbench
 # executable with the kernels embedded in it, e.g. an earlier release's; it must take the configurations' flags).
-# Prints, per configuration and
-# build, the kernel timer's dispatch and combine averages over the rounds as min–max (us), a markdown table.
+# Prints, per configuration and build, the kernel timer's dispatch and combine averages over the rounds as min–max
+# (us), a markdown table.
 # With -V, each build first runs each configuration once validated (-w 3 -i 20 -V), and a build is not timed on
 # a configuration it did not pass: a time counts only for kernels whose results are right.
 # Usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-p NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded|NAME=exe:PATH...
