@@ -26,8 +26,9 @@
 // through memory: the source side reads it from the expert outputs itself
 // (lines: while the peers' lines land; fenced: once their release is in).
 // Inline (the fewest tokens) has the worker warps of the same block compute
-// it: a partial through shared memory, the rest through memory as a peer's,
-// polled by the source side. So no block waits for another block of its own
+// it: a partial, or direct_send's fp32 sum of the own rows before any other
+// rank's, through shared memory, the rest through memory as a peer's, polled
+// by the source side. So no block waits for another block of its own
 // grid. In the lines protocol the partials travel as flagged lines that the
 // source side polls.
 //
@@ -70,6 +71,15 @@ constexpr int kWarps = kThreads / kWarp;
 constexpr int kWorkers = kThreads - kWarp;  // threads of warps 1.. (warp 0 makes the releases)
 constexpr int kVecPerLane = 2;              // 16-byte vectors per lane in a combine work item
 constexpr int kBatch = 4;                   // rows whose loads are in flight together in combine
+// The inline combine's hand-over area per lane, in 16-byte vectors: a bf16
+// partial, or direct_send's fp32 sum (twice the room); a build without the
+// variant's defines (a compile check) takes the larger.
+#if defined(EPBENCH_COMBINE_MODE) && EPBENCH_COMBINE_MODE != 1
+constexpr int kHandVecs = kVecPerLane;
+#else
+constexpr int kHandVecs = 2 * kVecPerLane;
+#endif
+static_assert(kModeDirectSend == 1, "the #if above spells kModeDirectSend");
 constexpr int kSliceVecs = kWarp * kVecPerLane;  // a row is cut into slices of this many vectors
 constexpr int kSpreadTokens = 16;          // below: dispatch rows leave from many SMs (see the send pass)
 constexpr int kMaxVecPerThread = 4;       // 16-byte vectors of a row per thread (hidden <= 16384)
@@ -738,12 +748,11 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     }
     if (per_rank(a)) local_partial(a, local, my_row, my_w, v, acc);
     else for_local_rows(a, local, my_row, my_w, v, [&](int k, float w, const YRaw* raw) {
-        if (summed >> k & 1) {  // as the source side adds a row that came back (bf16)
+        if (summed >> k & 1) {  // as the source side adds a row that came back (bf16: decode_y rounds FP8 to it)
 #pragma unroll
             for (int u = 0; u < kVecPerLane; u++) {
                 float f[8];
                 decode_y(a, raw[u], f);
-                if (a.fp8) unpack8(pack8(f), f);
 #pragma unroll
                 for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], w, f[j]);
             }
@@ -849,10 +858,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // partial; direct_send: the sum of its own_prefix rows; combine_item);
     // hand_ready[w] says it is in place. A direct_send sum (fp32) takes
     // twice the room of a partial.
-    __shared__ uint4 hand_part[kWarps - 1][kWarp][(EPBENCH_COMBINE_MODE == kModeDirectSend ? 2 : 1) * kVecPerLane];
+    __shared__ uint4 hand_part[kWarps - 1][kWarp][kHandVecs];
     __shared__ int hand_ready[kWarps - 1];
     const bool handing = inl;
-    const int hand_items = gridDim.x * (kWarps - 1);  // items [0, hand_items) are handed over
+    const int hand_items = gridDim.x * (kWarps - 1);  // items [0, hand_items) hand their own part over
     if (handing && threadIdx.x < kWarps - 1) hand_ready[threadIdx.x] = 0;
     for (int item = gwarp; item < peer_items; item += nwarps) {
         const int st = item / slices;
@@ -1111,7 +1120,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         // time (warp-uniform): rank_local_reduce: the ranks holding at least
         // one of the token's selections, ascending, each peer (inline: each
         // rank) having sent one partial row; direct_send: the selections in
-        // top-k order, each peer's (inline: each one) sent as a row. Fenced,
+        // top-k order, each peer's (inline: each one but the handed-over
+        // ones below) sent as a row. Fenced,
         // the own rank's terms are read here: its partial, computed first and
         // rounded to bf16 as a peer's is, or its expert output rows. Inline,
         // a warp's first item's own partial, or the sum of its own_prefix
@@ -1227,7 +1237,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 // batch whose only term is that partial (at one rank, or a
                 // token whose other ranks are masked or come in another
                 // batch) jumps over the poll's code; so does a direct_send
-                // item whose terms were all handed over.
+                // batch without terms (all handed over, or none left).
                 bool units = !per_rank(a) && nb > 0;
 #pragma unroll
                 for (int b = 0; b < kBatch; b++) units |= b < nb && !ownb[b] && !handb[b];
@@ -1251,7 +1261,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                         }
                     }
                     if (done) break;
-                    // The own rank's units (items past the hand-over) are
+                    // The own rank's units (items past the hand-over, and
+                    // direct_send's own rows after another rank's) are
                     // never masked: its worker warps wait for nothing.
                     if ((spins & 255) == 0 &&
                         bound_reached(deadline, a.err, waiting == a.rank ? nullptr : a.active, kPhaseCombine, waiting)) {
