@@ -5,7 +5,9 @@
 // between two operations, a burst to the peer followed by its release, and
 // the local path's floors (write-only and read-only rates of the GPU's own
 // memory, plain and TMA bulk stores; with the argument `pair`, only the
-// local pair's kernels, for a profiler). Needs two GPUs with P2P for the NVLink
+// local pair's kernels, for a profiler). With the argument `icache`, only
+// what a launch pays for code another kernel's code evicted. Needs two GPUs
+// with P2P for the NVLink
 // parts. Build: nvcc -O3 -arch=sm_90 -o microbench scripts/microbench.cu
 #include <cstdio>
 #include <cstdlib>
@@ -190,6 +192,44 @@ __global__ void echo(const uint4* data, size_t per, const uint64_t* my_flag, uin
     st_release(peer_flag, round);
 }
 
+// Instruction fetch (`microbench icache`): straight-line code of kSteps
+// unrolled steps (about seven instructions each, constants unique to the
+// seed S, so two seeds are two bodies of code), run `reps` times in one
+// launch; thread 0 of each block records the SM clock before each pass and
+// after the last. A first pass slower than the second is the fetch of cold
+// code; whether it is cold at the next launch of the same kernel, or after
+// another kernel, tells whether the SMs' instruction caches keep a kernel's
+// code from one launch to the next.
+template <int kSteps, uint32_t S>
+__device__ __forceinline__ void code_body(long long* clocks, int reps, uint32_t seed) {
+    uint32_t a0 = seed ^ threadIdx.x, a1 = a0 * 3u, a2 = a0 * 5u, a3 = a0 * 7u;
+    long long* c = clocks + blockIdx.x * 4;
+    for (int r = 0; r < reps && r < 3; r++) {
+        if (threadIdx.x == 0) c[r] = clock64();
+#pragma unroll
+        for (int i = 0; i < kSteps; i++) {
+            a0 = (a0 ^ (a0 >> 13)) * 0x9E3779B1u + (S * 0x01000193u + (uint32_t)i * 7919u);
+            a1 = (a1 ^ (a1 << 7)) + (a0 ^ (S * 31u + (uint32_t)i));
+            a2 = __funnelshift_l(a2, a1, (i % 31) + 1) ^ ((uint32_t)i * 104729u + S);
+            a3 += a2 * (S | 1u);
+        }
+        __syncwarp();
+    }
+    if (threadIdx.x == 0) c[3] = clock64();
+    if ((a0 ^ a1 ^ a2 ^ a3) == 0x9E3779B9u) clocks[gridDim.x * 4] = a3;  // keeps the chains live
+}
+template <int kSteps, uint32_t S>
+__global__ void __launch_bounds__(128, 1) code_run(long long* clocks, int reps, uint32_t seed) {
+    code_body<kSteps, S>(clocks, reps, seed);
+}
+// Both bodies in one kernel, `which` (1 or 2) choosing one per launch: as
+// two kernels that alternate would be, made one entry.
+template <int kSteps>
+__global__ void __launch_bounds__(128, 1) code_two(long long* clocks, int reps, uint32_t seed, int which) {
+    if (which == 1) code_body<kSteps, 1>(clocks, reps, seed);
+    else code_body<kSteps, 2>(clocks, reps, seed);
+}
+
 static float time_kernel_ms(cudaStream_t s, void (*launch)(cudaStream_t), int reps) {
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
@@ -240,10 +280,55 @@ static int pair(int sms) {
     return 0;
 }
 
+// `microbench icache`: per launch of kernel A, the average over the blocks
+// of its first pass and of its second (SM cycles), launched 20 times after
+// itself, after another kernel of the same size (B), and after an empty
+// kernel, with a host wait between launches as the LL loop has; then A and B
+// as the two halves of one kernel, A after B and after itself.
+template <int kSteps>
+static void icache_case(int sms, long long* clocks) {
+    const int n = 20;
+    long long h[4 * 1024];
+    const char* names[5] = {"after itself", "after another kernel's code", "after an empty kernel",
+                            "in one kernel with B, after B", "in one kernel with B, after itself"};
+    for (int m = 0; m < 5; m++) {
+        double p0 = 0, p1 = 0, p2 = 0;
+        for (int r = 0; r <= n; r++) {
+            if (m == 1) code_run<kSteps, 2><<<sms, 128>>>(clocks, 2, 7);
+            if (m == 2) empty<<<sms, 128>>>();
+            if (m == 3) code_two<kSteps><<<sms, 128>>>(clocks, 2, 7, 2);
+            CK(cudaDeviceSynchronize());
+            if (m < 3) code_run<kSteps, 1><<<sms, 128>>>(clocks, 3, 5);
+            else code_two<kSteps><<<sms, 128>>>(clocks, 3, 5, 1);
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(h, clocks, sizeof(long long) * 4 * sms, cudaMemcpyDeviceToHost));
+            if (r == 0) continue;
+            for (int b = 0; b < sms; b++) {
+                p0 += h[4 * b + 1] - h[4 * b];
+                p1 += h[4 * b + 2] - h[4 * b + 1];
+                p2 += h[4 * b + 3] - h[4 * b + 2];
+            }
+        }
+        const double k = 1.0 / ((double)n * sms);
+        printf("icache %5d steps, A %s: pass 1 %.0f, pass 2 %.0f, pass 3 %.0f SM cycles (block average)\n", kSteps,
+               names[m], p0 * k, p1 * k, p2 * k);
+    }
+}
+
+static int icache(int sms) {
+    long long* clocks;
+    CK(cudaMalloc(&clocks, sizeof(long long) * (4 * sms + 1)));
+    icache_case<128>(sms, clocks);
+    icache_case<512>(sms, clocks);
+    icache_case<1536>(sms, clocks);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     const bool pair_only = argc == 2 && strcmp(argv[1], "pair") == 0;
-    if (argc > 1 && !pair_only) {
-        fprintf(stderr, "usage: microbench [pair]\n");
+    const bool icache_only = argc == 2 && strcmp(argv[1], "icache") == 0;
+    if (argc > 1 && !pair_only && !icache_only) {
+        fprintf(stderr, "usage: microbench [pair | icache]\n");
         return 2;
     }
     int n = 0;
@@ -254,6 +339,7 @@ int main(int argc, char** argv) {
     g_n = bytes / sizeof(uint4);
     printf("microbench: %d GPU(s), %d SMs\n", n, sms);
     if (pair_only) return pair(sms);
+    if (icache_only) return icache(sms);
 
     cudaStream_t s0;
     CK(cudaSetDevice(0));
