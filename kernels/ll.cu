@@ -98,8 +98,9 @@ __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
     t1 = b < ns ? (int)((int64_t)(b + 1) * T / ns) : T;
 }
 
-// A selection's expert id from topk_idx, -1 (none) outside [0, E).
-__device__ __forceinline__ int expert_or_none(int64_t id, int E) { return id >= 0 && id < E ? (int)id : -1; }
+// A selection's expert id from topk_idx, -1 (none) outside [0, E) (one
+// unsigned compare).
+__device__ __forceinline__ int expert_or_none(int64_t id, int E) { return (uint64_t)id < (uint64_t)E ? (int)id : -1; }
 
 // Own-rank tokens are never sent to the own rank: the sending block writes
 // their rows into the own expert rows directly.

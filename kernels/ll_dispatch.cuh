@@ -579,6 +579,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         workers_sync();
         const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
         const int no = nown;
+        // The loops over the token's rows are kept rolled here and on the
+        // receive side: unrolled, they made the fenced dispatch entry 1.5 to
+        // 1.7 times as long, code that a launch after another kernel fetches
+        // cold (docs/PERF.md, kernels v39).
         for (int base = 0; base < vec_per_row; base += kWorkers * kMaxRecvVecPerThread) {
             uint4 xr[kMaxRecvVecPerThread];
 #pragma unroll
@@ -591,10 +595,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                 const int v = base + wt + u * kWorkers;
                 if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
                 if (!a.fp8) {
+#pragma unroll 1
                     for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xr[u];
                 } else {
                     float scale;
                     const uint2 q = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
+#pragma unroll 1
                     for (int i = 0; i < no; i++) {
                         reinterpret_cast<uint2*>(recv + own_rows[i] * rb)[v] = q;
                         if (sub == 0) a.recv_scales[own_rows[i] * groups + v / 16] = scale;
@@ -963,9 +969,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         for (int u = 0; u < kMaxRecvVecPerThread; u++) {
             const int v = wt + u * kWorkers;
             if (v >= nvec) break;
+#pragma unroll 1
             for (int i = 0; i < n; i++) reinterpret_cast<uint4*>(recv + rows[i] * rb)[v] = pv[u];
         }
         if (a.fp8 && wt < groups)
+#pragma unroll 1
             for (int i = 0; i < n; i++) a.recv_scales[rows[i] * groups + wt] = scale;
     }
     EPBENCH_TRACE_BY(a, 4, kWarp);
