@@ -102,6 +102,17 @@ __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
 // unsigned compare).
 __device__ __forceinline__ int expert_or_none(int64_t id, int E) { return (uint64_t)id < (uint64_t)E ? (int)id : -1; }
 
+// Selection k of this rank's token t (K selections a token, R ranks of L
+// experts): its expert (expert_or_none) and weight, e and w.
+__device__ __forceinline__ void own_selection(const LLArgs& a, int t, int k, int K, int R, int L, int* e, float* w) {
+    *e = expert_or_none(a.topk_idx[(int64_t)t * K + k], R * L);
+    *w = a.topk_w[(int64_t)t * K + k];
+}
+
+// The rank whose experts (L a rank) hold selection id `id`, -1 (none) for an
+// id outside [0, E).
+__device__ __forceinline__ int rank_of(int64_t id, int E, int L) { return id >= 0 && id < E ? (int)(id / L) : -1; }
+
 // Own-rank tokens are never sent to the own rank: the sending block writes
 // their rows into the own expert rows directly.
 __device__ __forceinline__ bool direct_self(const LLArgs& a, int s) { return s == a.rank; }
@@ -690,6 +701,8 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     bool live = true;
     if (direct_self(a, s)) {  // inline: the own rank's tokens, never sent to itself
         if (lane < K) {
+            // own_selection's body: called here, it reorders the inline
+            // modules' PTX.
             e = expert_or_none(a.topk_idx[(int64_t)t * K + lane], a.ranks * L);
             we = a.topk_w[(int64_t)t * K + lane];
         }
@@ -921,8 +934,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     float first_w = 0.f;
     if (sgwarp < own_n * slices && lane < K) {
         const int t = sgwarp / slices;
-        first_e = expert_or_none(a.topk_idx[(int64_t)t * K + lane], R * L);
-        first_w = a.topk_w[(int64_t)t * K + lane];
+        own_selection(a, t, lane, K, R, L, &first_e, &first_w);
         if (!inl) first_pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
     }
     if (!inl && !lines) {
@@ -956,8 +968,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         *wk = first_w;
         *pos = first_pos;
         if (item != sgwarp && lane < K) {
-            *e = expert_or_none(a.topk_idx[(int64_t)t * K + lane], R * L);
-            *wk = a.topk_w[(int64_t)t * K + lane];
+            own_selection(a, t, lane, K, R, L, e, wk);
             if (!inl) *pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
         }
         item_vecs(slice, lines, vec_per_row, nl, v);

@@ -96,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // distinct peers, each named by the lowest lane that selects it, into
     // dests/ndest. Returns the lane's rank (-1 for none).
     auto find_dests = [&](int64_t e) {
-        const int q = e >= 0 && e < E ? (int)(e / L) : -1;
+        const int q = rank_of(e, E, L);
         const unsigned same = __match_any_sync(0xffffffffu, q);
         const bool lead = q >= 0 && !direct_self(a, q) && (__ffs(same) - 1) == lane && !masked(a.active, q);
         const unsigned leads = __ballot_sync(0xffffffffu, lead);
@@ -122,6 +122,33 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     auto islot_at = [&](int q, int t) { return inline_slot(a, peer_base[q], a.rank, t); };
     const int sub = threadIdx.x % 16;                               // lane in its half-warp
     const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;  // the half-warp
+    // Vector v of token t's row (val; FP8: q8, and its channel group's scale
+    // from the half-warp's first lane) into the token's message to peer q:
+    // fenced past the header, inline as flagged units.
+    auto put_peer_vec = [&](int q, int t, int v, const uint4& val, uint2 q8, float scale) {
+        if (!a.fp8) {
+            if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
+            else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
+        } else if (inl) {
+            uint4* m8 = islot_at(q, t) + p0;
+            unit_store(m8 + v, q8.x, q8.y, flag);
+            if (sub == 0) unit_store(m8 + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
+        } else {
+            uint8_t* m8 = slot_at(q, t) + hdr;
+            reinterpret_cast<uint2*>(m8)[v] = q8;
+            if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
+        }
+    };
+    // The same vector into row `row` of this rank's recv (FP8: the scale
+    // into recv_scales).
+    auto put_own_vec = [&](int64_t row, int v, const uint4& val, uint2 q8, float scale) {
+        if (!a.fp8) {
+            reinterpret_cast<uint4*>(recv + row * rb)[v] = val;
+        } else {
+            reinterpret_cast<uint2*>(recv + row * rb)[v] = q8;
+            if (sub == 0) a.recv_scales[row * groups + v / 16] = scale;
+        }
+    };
 
     // The counters are zeroed while the first round of topk_idx is loaded.
     const int n_ids = own * K, nb = t0 * K;
@@ -347,31 +374,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             const int q = __shfl_sync(half, left0 ? qs[0] : qs[1], __ffs(left0 ? left0 : left1) - 1);
             left0 &= ~(__ballot_sync(half, qs[0] == q) & half);
             left1 &= ~(__ballot_sync(half, qs[1] == q) & half);
-            if (masked(a.active, q)) continue;
-            if (!a.fp8) {
-                if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
-                else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
-            } else if (inl) {
-                uint4* m8 = islot_at(q, t) + p0;
-                unit_store(m8 + v, q8.x, q8.y, flag);
-                if (sub == 0) unit_store(m8 + H / 8 + v / 16, __float_as_uint(scale), 0, flag);
-            } else {
-                uint8_t* m8 = slot_at(q, t) + hdr;
-                reinterpret_cast<uint2*>(m8)[v] = q8;
-                if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
-            }
+            if (!masked(a.active, q)) put_peer_vec(q, t, v, val, q8, scale);
         }
         // The own rank's rows of the token (rank-major: its slot, once).
         for (int k = 0; k < K; k++) {
             const int e = sel_e[t * K + k];
             if (e < lo || e >= hi) continue;
-            const int64_t row = recv_row(a, e - lo, rm ? a.rank * T + sel_p[t * K + k] : sel_p[t * K + k]);
-            if (!a.fp8) {
-                reinterpret_cast<uint4*>(recv + row * rb)[v] = val;
-            } else {
-                reinterpret_cast<uint2*>(recv + row * rb)[v] = q8;
-                if (sub == 0) a.recv_scales[row * groups + v / 16] = scale;
-            }
+            put_own_vec(recv_row(a, e - lo, rm ? a.rank * T + sel_p[t * K + k] : sel_p[t * K + k]), v, val, q8, scale);
             if (rm) break;
         }
     }
@@ -387,15 +396,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             uint2 q8;
             float scale = 0.f;
             if (a.fp8) q8 = quantize8(xv[u], half, &scale);  // a half-warp holds 128 channels
-            for (int i = 0; i < nd; i++) {  // fenced
-                if (!a.fp8) {
-                    reinterpret_cast<uint4*>(slot_at(dests[i], t) + hdr)[v] = xv[u];
-                } else {
-                    uint8_t* m8 = slot_at(dests[i], t) + hdr;
-                    reinterpret_cast<uint2*>(m8)[v] = q8;
-                    if (sub == 0) reinterpret_cast<float*>(m8 + H)[v / 16] = scale;
-                }
-            }
+            for (int i = 0; i < nd; i++) put_peer_vec(dests[i], t, v, xv[u], q8, scale);  // fenced
         }
         __syncthreads();  // dests is rewritten for the next token
         if (t + 1 < t1) load_x(t + 1);
@@ -416,7 +417,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     for (int base = warp * per_warp; rm && !spread && base < own; base += kWarps * per_warp) {
         const int tk = base + lane / K;
         const int64_t e = lane < per_warp * K && tk < own ? __ldg(a.topk_idx + (int64_t)tk * K + lane % K) : -1;
-        const int q = e >= 0 && e < E ? (int)(e / L) : -1;
+        const int q = rank_of(e, E, L);
         const unsigned same = __match_any_sync(0xffffffffu, q < 0 ? -1 - lane : tk * R + q);
         if (q >= 0 && lane == __ffs(same) - 1) {
             atomicAdd(&total_r[q], 1);
@@ -594,18 +595,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             for (int u = 0; u < kMaxRecvVecPerThread; u++) {
                 const int v = base + wt + u * kWorkers;
                 if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
-                if (!a.fp8) {
+                uint2 q8;
+                float scale = 0.f;
+                if (a.fp8) q8 = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
 #pragma unroll 1
-                    for (int i = 0; i < no; i++) reinterpret_cast<uint4*>(recv + own_rows[i] * rb)[v] = xr[u];
-                } else {
-                    float scale;
-                    const uint2 q = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
-#pragma unroll 1
-                    for (int i = 0; i < no; i++) {
-                        reinterpret_cast<uint2*>(recv + own_rows[i] * rb)[v] = q;
-                        if (sub == 0) a.recv_scales[own_rows[i] * groups + v / 16] = scale;
-                    }
-                }
+                for (int i = 0; i < no; i++) put_own_vec(own_rows[i], v, xr[u], q8, scale);
             }
         }
         workers_sync();  // own_rows is rewritten for the next token

@@ -230,6 +230,18 @@ __global__ void __launch_bounds__(128, 1) code_two(long long* clocks, int reps, 
     else code_body<kSteps, 2>(clocks, reps, seed);
 }
 
+// One launch's time between events a and b on stream s (ms).
+template <typename F>
+static float event_ms(cudaStream_t s, cudaEvent_t a, cudaEvent_t b, F launch) {
+    CK(cudaEventRecord(a, s));
+    launch();
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    return ms;
+}
+
 static float time_kernel_ms(cudaStream_t s, void (*launch)(cudaStream_t), int reps) {
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
@@ -348,26 +360,14 @@ int main(int argc, char** argv) {
         cudaEvent_t a, b;
         CK(cudaEventCreate(&a));
         CK(cudaEventCreate(&b));
+        auto one = [&] { empty<<<1, 32, 0, s0>>>(); };
         float best = 1e9;
         for (int r = 0; r < 20; r++) {
-            CK(cudaEventRecord(a, s0));
-            empty<<<1, 32, 0, s0>>>();
-            CK(cudaEventRecord(b, s0));
-            CK(cudaEventSynchronize(b));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, a, b));
+            const float ms = event_ms(s0, a, b, one);
             if (r > 0 && ms < best) best = ms;
         }
         float sum = 0;
-        for (int r = 0; r < 20; r++) {
-            CK(cudaEventRecord(a, s0));
-            empty<<<1, 32, 0, s0>>>();
-            CK(cudaEventRecord(b, s0));
-            CK(cudaEventSynchronize(b));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, a, b));
-            sum += ms;
-        }
+        for (int r = 0; r < 20; r++) sum += event_ms(s0, a, b, one);
         printf("empty kernel between events: avg %.2f us, best %.2f us\n", sum / 20 * 1e3, best * 1e3);
     }
     // The same with the grid of the LL kernels (one 512-thread block per SM).
@@ -377,12 +377,7 @@ int main(int argc, char** argv) {
         CK(cudaEventCreate(&b));
         float sum = 0;
         for (int r = 0; r < 21; r++) {
-            CK(cudaEventRecord(a, s0));
-            empty<<<sms, 512, 0, s0>>>();
-            CK(cudaEventRecord(b, s0));
-            CK(cudaEventSynchronize(b));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, a, b));
+            const float ms = event_ms(s0, a, b, [&] { empty<<<sms, 512, 0, s0>>>(); });
             if (r > 0) sum += ms;
         }
         printf("empty kernel of %d x 512 threads between events: avg %.2f us\n", sms, sum / 20 * 1e3);
