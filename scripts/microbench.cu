@@ -7,8 +7,8 @@
 // memory, plain and TMA bulk stores; with the argument `pair`, only the
 // local pair's kernels, for a profiler). With the argument `icache`, only
 // what a launch pays for code another kernel's code evicted. Needs two GPUs
-// with P2P for the NVLink
-// parts. Build: nvcc -O3 -arch=sm_90 -o microbench scripts/microbench.cu
+// with P2P for the NVLink parts. Build: nvcc -O3 -arch=sm_90 -o microbench
+// scripts/microbench.cu
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -193,9 +193,9 @@ __global__ void echo(const uint4* data, size_t per, const uint64_t* my_flag, uin
 }
 
 // Instruction fetch (`microbench icache`): straight-line code of kSteps
-// unrolled steps (about seven instructions each, constants unique to the
-// seed S, so two seeds are two bodies of code), run `reps` times in one
-// launch; thread 0 of each block records the SM clock before each pass and
+// unrolled steps (about ten instructions each, constants unique to the
+// seed S, so two seeds are two bodies of code), run `reps` (at most 3) times
+// in one launch, the same code each time; thread 0 of each block records the SM clock before each pass and
 // after the last. A first pass slower than the second is the fetch of cold
 // code; whether it is cold at the next launch of the same kernel, or after
 // another kernel, tells whether the SMs' instruction caches keep a kernel's
@@ -204,6 +204,7 @@ template <int kSteps, uint32_t S>
 __device__ __forceinline__ void code_body(long long* clocks, int reps, uint32_t seed) {
     uint32_t a0 = seed ^ threadIdx.x, a1 = a0 * 3u, a2 = a0 * 5u, a3 = a0 * 7u;
     long long* c = clocks + blockIdx.x * 4;
+#pragma unroll 1
     for (int r = 0; r < reps && r < 3; r++) {
         if (threadIdx.x == 0) c[r] = clock64();
 #pragma unroll
@@ -293,7 +294,7 @@ static int pair(int sms) {
 }
 
 // `microbench icache`: per launch of kernel A, the average over the blocks
-// of its first pass and of its second (SM cycles), launched 20 times after
+// of each of its three passes (SM cycles), launched 20 times after
 // itself, after another kernel of the same size (B), and after an empty
 // kernel, with a host wait between launches as the LL loop has; then A and B
 // as the two halves of one kernel, A after B and after itself.
@@ -312,6 +313,7 @@ static void icache_case(int sms, long long* clocks) {
             CK(cudaDeviceSynchronize());
             if (m < 3) code_run<kSteps, 1><<<sms, 128>>>(clocks, 3, 5);
             else code_two<kSteps><<<sms, 128>>>(clocks, 3, 5, 1);
+            CK(cudaGetLastError());
             CK(cudaDeviceSynchronize());
             CK(cudaMemcpy(h, clocks, sizeof(long long) * 4 * sms, cudaMemcpyDeviceToHost));
             if (r == 0) continue;
