@@ -415,8 +415,8 @@ func (c *Config) check(source map[string]string) error {
 	if c.DispatchOnly && !c.Validate {
 		return usageErr("--dispatch-only", "needs --validate (it validates the dispatch alone)")
 	}
-	if c.Layout == RankMajor && c.CombineMode == DirectSend {
-		return usageErr("--combine-mode", "direct_send does not apply to the rank-major layout (its combine sums one row per rank)")
+	if err := c.CombineLayoutError(); err != nil {
+		return err
 	}
 	if c.TopK > c.Experts {
 		return usageErr(label("num-topk"),
@@ -645,4 +645,19 @@ func (c *Config) Args() []string {
 		out = append(out, "--version")
 	}
 	return out
+}
+
+// DirectSendRankMajor is why direct_send and the rank-major layout exclude
+// each other.
+const DirectSendRankMajor = "direct_send does not apply to the rank-major layout (its combine sums one row per rank)"
+
+// CombineLayoutError is the usage error of a combine mode the layout has no
+// combine for (direct_send with rank-major), nil for every other pair.
+// Validate refuses it, and so does kernels.NewPlan for a configuration built
+// without Validate.
+func (c *Config) CombineLayoutError() *UsageError {
+	if c.Layout == RankMajor && c.CombineMode == DirectSend {
+		return usageErr("--combine-mode", DirectSendRankMajor)
+	}
+	return nil
 }

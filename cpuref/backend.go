@@ -435,14 +435,7 @@ func (b *Backend) delay(dispatch bool) time.Duration {
 	if dispatch {
 		op = 1
 	}
-	return time.Duration(splitmix64(b.calls<<32|uint64(b.rank)<<1|op) % uint64(b.jitter+1))
-}
-
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
+	return time.Duration(routing.SplitMix64(b.calls<<32|uint64(b.rank)<<1|op) % uint64(b.jitter+1))
 }
 
 // fill sets every element of s to v, doubling the filled prefix with copy.

@@ -12,6 +12,7 @@ import (
 	"github.com/epbench/epbench/bf16"
 	"github.com/epbench/epbench/config"
 	"github.com/epbench/epbench/ll"
+	"github.com/epbench/epbench/routing"
 	"github.com/epbench/epbench/validate"
 )
 
@@ -331,7 +332,7 @@ func TestJitterDelaysEachOperation(t *testing.T) {
 			if dispatch {
 				op = 1
 			}
-			want := time.Duration(splitmix64(call<<32|3<<1|op) % uint64(b.jitter+1))
+			want := time.Duration(routing.SplitMix64(call<<32|3<<1|op) % uint64(b.jitter+1))
 			if d := b.delay(dispatch); d != want {
 				t.Errorf("call %d, dispatch %v: delay %v, want %v", call, dispatch, d, want)
 			}

@@ -130,8 +130,9 @@ func NewPlan(s Setup) (*Plan, error) {
 		return nil, fmt.Errorf("kernels: no plan for %d ranks, %d experts, %d tokens, hidden %d", s.Ranks, c.Experts, c.Tokens, c.Hidden)
 	case s.Grid < 1:
 		return nil, fmt.Errorf("kernels: a grid of %d blocks", s.Grid)
-	case c.Layout == config.RankMajor && c.CombineMode == config.DirectSend:
-		return nil, &config.UsageError{Flag: "--combine-mode", Why: "direct_send does not apply to the rank-major layout"}
+	}
+	if err := c.CombineLayoutError(); err != nil {
+		return nil, err
 	}
 	if flag, why := c.GINUnsupported(); s.GIN && why != "" {
 		return nil, &config.UsageError{Flag: flag, Why: "peers reached through NCCL's GIN (-n, or ranks outside the NVLink domain): " + why}

@@ -64,11 +64,14 @@ func entropyBF16(b uint16) uint16 {
 // splitmix64 steps.
 func chunkHash(rank, t, gen, chunk int) (uint64, uint64) {
 	x := uint64(rank)<<48 ^ uint64(t)<<24 ^ uint64(gen)<<40 ^ uint64(chunk)
-	a := splitmix64(x ^ 0x5851f42d4c957f2d)
-	return a, splitmix64(a ^ uint64(chunk)<<17)
+	a := SplitMix64(x ^ 0x5851f42d4c957f2d)
+	return a, SplitMix64(a ^ uint64(chunk)<<17)
 }
 
-func splitmix64(x uint64) uint64 {
+// SplitMix64 is one step of the splitmix64 generator: x advanced by the
+// golden-ratio increment, then mixed. The kernels' --jitter-us delays
+// (jitter in kernels/ll.cu) and the reference's (cpuref) are drawn with it.
+func SplitMix64(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb

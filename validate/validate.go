@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -129,7 +130,7 @@ func (in *Input) check() error {
 	case config.RankLocalReduce:
 	case config.DirectSend:
 		if s.RankMajor {
-			return fmt.Errorf("direct_send does not apply to the rank-major layout")
+			return errors.New(config.DirectSendRankMajor)
 		}
 	default:
 		return fmt.Errorf("unknown combine mode %v", in.Mode)
