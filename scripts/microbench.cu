@@ -294,39 +294,61 @@ static int pair(int sms) {
 }
 
 // `microbench icache`: per launch of kernel A, the average over the blocks
-// of each of its three passes (SM cycles), launched 20 times after
-// itself, after another kernel of the same size (B), and after an empty
-// kernel, with a host wait between launches as the LL loop has; then A and B
-// as the two halves of one kernel, A after B and after itself.
-template <int kSteps>
-static void icache_case(int sms, long long* clocks) {
+// of each of its three passes (SM cycles), A launched 20 times after
+// `before` (another launch, or none), with a host wait between launches as
+// the LL loop has.
+template <typename B, typename A>
+static void icache_runs(int sms, long long* clocks, const char* what, B before, A launch_a) {
     const int n = 20;
     long long h[4 * 1024];
-    const char* names[5] = {"after itself", "after another kernel's code", "after an empty kernel",
-                            "in one kernel with B, after B", "in one kernel with B, after itself"};
-    for (int m = 0; m < 5; m++) {
-        double p0 = 0, p1 = 0, p2 = 0;
-        for (int r = 0; r <= n; r++) {
-            if (m == 1) code_run<kSteps, 2><<<sms, 128>>>(clocks, 2, 7);
-            if (m == 2) empty<<<sms, 128>>>();
-            if (m == 3) code_two<kSteps><<<sms, 128>>>(clocks, 2, 7, 2);
-            CK(cudaDeviceSynchronize());
-            if (m < 3) code_run<kSteps, 1><<<sms, 128>>>(clocks, 3, 5);
-            else code_two<kSteps><<<sms, 128>>>(clocks, 3, 5, 1);
-            CK(cudaGetLastError());
-            CK(cudaDeviceSynchronize());
-            CK(cudaMemcpy(h, clocks, sizeof(long long) * 4 * sms, cudaMemcpyDeviceToHost));
-            if (r == 0) continue;
-            for (int b = 0; b < sms; b++) {
-                p0 += h[4 * b + 1] - h[4 * b];
-                p1 += h[4 * b + 2] - h[4 * b + 1];
-                p2 += h[4 * b + 3] - h[4 * b + 2];
-            }
+    double p0 = 0, p1 = 0, p2 = 0;
+    for (int r = 0; r <= n; r++) {
+        before();
+        CK(cudaDeviceSynchronize());
+        launch_a();
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(h, clocks, sizeof(long long) * 4 * sms, cudaMemcpyDeviceToHost));
+        if (r == 0) continue;
+        for (int b = 0; b < sms; b++) {
+            p0 += h[4 * b + 1] - h[4 * b];
+            p1 += h[4 * b + 2] - h[4 * b + 1];
+            p2 += h[4 * b + 3] - h[4 * b + 2];
         }
-        const double k = 1.0 / ((double)n * sms);
-        printf("icache %5d steps, A %s: pass 1 %.0f, pass 2 %.0f, pass 3 %.0f SM cycles (block average)\n", kSteps,
-               names[m], p0 * k, p1 * k, p2 * k);
     }
+    const double k = 1.0 / ((double)n * sms);
+    printf("icache %s: pass 1 %.0f, pass 2 %.0f, pass 3 %.0f SM cycles (block average)\n", what, p0 * k, p1 * k,
+           p2 * k);
+}
+
+// A of kSteps after itself, after another kernel B of the same size, after
+// an empty kernel, and as one half of a kernel whose other half is B, after
+// B and after itself.
+template <int kSteps>
+static void icache_case(int sms, long long* clocks) {
+    char what[96];
+    auto a = [&] { code_run<kSteps, 1><<<sms, 128>>>(clocks, 3, 5); };
+    auto a2 = [&] { code_two<kSteps><<<sms, 128>>>(clocks, 3, 5, 1); };
+    snprintf(what, sizeof what, "%5d steps, A after itself", kSteps);
+    icache_runs(sms, clocks, what, [] {}, a);
+    snprintf(what, sizeof what, "%5d steps, A after another kernel's code", kSteps);
+    icache_runs(sms, clocks, what, [&] { code_run<kSteps, 2><<<sms, 128>>>(clocks, 2, 7); }, a);
+    snprintf(what, sizeof what, "%5d steps, A after an empty kernel", kSteps);
+    icache_runs(sms, clocks, what, [&] { empty<<<sms, 128>>>(); }, a);
+    snprintf(what, sizeof what, "%5d steps, A in one kernel with B, after B", kSteps);
+    icache_runs(sms, clocks, what, [&] { code_two<kSteps><<<sms, 128>>>(clocks, 2, 7, 2); }, a2);
+    snprintf(what, sizeof what, "%5d steps, A in one kernel with B, after itself", kSteps);
+    icache_runs(sms, clocks, what, [] {}, a2);
+}
+
+// A of kSteps after a kernel B of kStepsB: how much other code it takes to
+// make A's code cold.
+template <int kSteps, int kStepsB>
+static void icache_after(int sms, long long* clocks) {
+    char what[96];
+    snprintf(what, sizeof what, "%5d steps, A after B of %d steps", kSteps, kStepsB);
+    icache_runs(sms, clocks, what, [&] { code_run<kStepsB, 3><<<sms, 128>>>(clocks, 2, 7); },
+                [&] { code_run<kSteps, 1><<<sms, 128>>>(clocks, 3, 5); });
 }
 
 static int icache(int sms) {
@@ -335,6 +357,12 @@ static int icache(int sms) {
     icache_case<128>(sms, clocks);
     icache_case<512>(sms, clocks);
     icache_case<1536>(sms, clocks);
+    icache_after<128, 8>(sms, clocks);
+    icache_after<128, 32>(sms, clocks);
+    icache_after<128, 64>(sms, clocks);
+    icache_after<512, 8>(sms, clocks);
+    icache_after<512, 32>(sms, clocks);
+    icache_after<512, 128>(sms, clocks);
     return 0;
 }
 
