@@ -22,7 +22,8 @@ func (b *Backend) traceAt(base, call uint64) uint64 {
 	return base + call%kernels.TraceCalls*uint64(b.traceSlot())
 }
 
-// printTrace summarises the last call of each kernel per phase, then prints
+// printTrace summarises the last call of each kernel per phase, then tells
+// per phase whether the same blocks are late in every kept call, then prints
 // when each of the last calls started and ended (globaltimer ns). Durations
 // can be read from them; skew between ranks cannot: the GPUs' globaltimer
 // clocks were measured ~8 us apart on one node (docs/PERF.md).
@@ -53,6 +54,15 @@ func (b *Backend) printTrace() {
 		// hold an earlier call's stamps.
 		grid := func(call uint64) int { return b.traceGrids[op][call%kernels.TraceCalls] }
 		kernels.TraceSummary(os.Stderr, b.shape.Rank, k.name, k.phases, slot(k.calls-1), grid(k.calls-1))
+		// The kept calls of the last call's grid, for whether the same
+		// blocks are late call after call.
+		var same [][]byte
+		for c := k.calls - min(k.calls, kernels.TraceCalls); c < k.calls; c++ {
+			if grid(c) == grid(k.calls-1) {
+				same = append(same, slot(c))
+			}
+		}
+		kernels.TraceBlocks(os.Stderr, b.shape.Rank, k.name, k.phases, same, grid(k.calls-1))
 		for c := k.calls - min(k.calls, kernels.TraceCalls); c < k.calls; c++ {
 			start, end := kernels.TraceSpan(slot(c), grid(c))
 			fmt.Fprintf(os.Stderr, "epbench: trace rank %d %s call %d start %d end %d\n", b.shape.Rank, k.name, c, start, end)

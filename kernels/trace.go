@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu, index i
@@ -75,4 +76,99 @@ func TraceSpan(raw []byte, grid int) (start, end uint64) {
 		}
 	}
 	return start, end
+}
+
+// TraceBlocks prints, for each phase, whether the same blocks reach it late
+// call after call: over the calls in slots (each a call's stamps, grid
+// blocks), the spread between a call's earliest and latest block (average
+// over the calls), the range of the blocks' mean times (since their call's
+// start), the correlation of the blocks' means over the first and the second
+// half of the calls (near 1: a block's lateness is its own, as an SM's
+// position would make it; near 0: it changes from call to call), and the
+// blocks latest on average. Only blocks that reached the phase in every call
+// count; a phase with fewer than two such blocks, or fewer than two calls, is
+// left out.
+func TraceBlocks(w io.Writer, rank int, kernel string, phases []string, slots [][]byte, grid int) {
+	if len(slots) < 2 {
+		return
+	}
+	stamp := func(raw []byte, b, i int) uint64 {
+		return binary.LittleEndian.Uint64(raw[8*(b*TracePoints+i):])
+	}
+	starts := make([]uint64, len(slots))
+	for c, raw := range slots {
+		starts[c], _ = TraceSpan(raw, grid)
+	}
+	for i, name := range phases {
+		var blocks []int
+		for b := 0; b < grid; b++ {
+			all := true
+			for c, raw := range slots {
+				if s := stamp(raw, b, i); s == 0 || s < starts[c] || starts[c] == 0 {
+					all = false
+					break
+				}
+			}
+			if all {
+				blocks = append(blocks, b)
+			}
+		}
+		if len(blocks) < 2 {
+			continue
+		}
+		at := func(c, b int) float64 { return float64(stamp(slots[c], b, i)-starts[c]) / 1000 }
+		mean := func(b, from, to int) float64 {
+			s := 0.0
+			for c := from; c < to; c++ {
+				s += at(c, b)
+			}
+			return s / float64(to-from)
+		}
+		spread := 0.0
+		for c := range slots {
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, b := range blocks {
+				lo, hi = math.Min(lo, at(c, b)), math.Max(hi, at(c, b))
+			}
+			spread += hi - lo
+		}
+		spread /= float64(len(slots))
+		half := len(slots) / 2
+		all, first, second := make([]float64, len(blocks)), make([]float64, len(blocks)), make([]float64, len(blocks))
+		for j, b := range blocks {
+			all[j], first[j], second[j] = mean(b, 0, len(slots)), mean(b, 0, half), mean(b, half, len(slots))
+		}
+		order := make([]int, len(blocks))
+		for j := range order {
+			order[j] = j
+		}
+		sort.SliceStable(order, func(x, y int) bool { return all[order[x]] > all[order[y]] })
+		var late []string
+		for _, j := range order[:min(4, len(order))] {
+			late = append(late, fmt.Sprintf("%d (%.2f)", blocks[j], all[j]))
+		}
+		lo, hi := all[order[len(order)-1]], all[order[0]]
+		fmt.Fprintf(w, "epbench: trace rank %d %s %-16s %d calls, %3d blocks: spread in a call %.2f us, block means %.2f..%.2f us, halves r %.2f; latest %s\n",
+			rank, kernel, name, len(slots), len(blocks), spread, lo, hi, correlation(first, second), strings.Join(late, ", "))
+	}
+}
+
+// correlation is Pearson's r of x and y (0 where either is constant).
+func correlation(x, y []float64) float64 {
+	n := float64(len(x))
+	mx, my := 0.0, 0.0
+	for i := range x {
+		mx += x[i] / n
+		my += y[i] / n
+	}
+	sxy, sxx, syy := 0.0, 0.0, 0.0
+	for i := range x {
+		sxy += (x[i] - mx) * (y[i] - my)
+		sxx += (x[i] - mx) * (x[i] - mx)
+		syy += (y[i] - my) * (y[i] - my)
+	}
+	if sxx == 0 || syy == 0 {
+		return 0
+	}
+	return sxy / math.Sqrt(sxx*syy)
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"strings"
 	"testing"
 )
@@ -65,5 +66,62 @@ func TestTraceSpan(t *testing.T) {
 	put(1, 2, 12000) // a later phase of another block is the end
 	if s, e := TraceSpan(raw, grid); s != 2000 || e != 12000 {
 		t.Fatalf("TraceSpan = %d, %d; want 2000, 12000", s, e)
+	}
+}
+
+func TestTraceBlocks(t *testing.T) {
+	const grid, calls = 4, 6
+	slots := make([][]byte, calls)
+	for c := range slots {
+		slots[c] = make([]byte, grid*TracePoints*8)
+		put := func(b, i int, ns uint64) { binary.LittleEndian.PutUint64(slots[c][8*(b*TracePoints+i):], ns) }
+		base := uint64(1000000 * (c + 1))
+		for b := 0; b < grid; b++ {
+			put(b, 0, base+uint64(b)*10)
+			// "sent": block b is late by b us in every call, plus 0 or 0.1 us
+			// that changes from call to call.
+			put(b, 1, base+uint64(2000+1000*b+100*((b+c)%2)))
+			// "signalled": the order of the blocks changes every call.
+			put(b, 2, base+uint64(3000+1000*((b+c)%grid)))
+		}
+		// block 3 misses "end" in call 2: that phase has blocks 0..2 only.
+		for b := 0; b < grid; b++ {
+			if b != 3 || c != 2 {
+				put(b, 4, base+uint64(9000+100*b))
+			}
+		}
+	}
+	var out bytes.Buffer
+	TraceBlocks(&out, 0, "dispatch", DispatchPhases, slots, grid)
+	got := out.String()
+	line := func(phase string) string {
+		for _, l := range strings.Split(got, "\n") {
+			if strings.Contains(l, "dispatch "+phase+" ") {
+				return l
+			}
+		}
+		t.Fatalf("no %q line in\n%s", phase, got)
+		return ""
+	}
+	if l := line("sent"); !strings.Contains(l, "4 blocks") || !strings.Contains(l, "block means 2.05..5.05 us") ||
+		!strings.Contains(l, "halves r 1.00") || !strings.Contains(l, "latest 3 (5.05), 2 (4.05), 1 (3.05), 0 (2.05)") {
+		t.Errorf("consistent lateness: %s", l)
+	}
+	if l := line("signalled"); !strings.Contains(l, "spread in a call 3.00 us") || strings.Contains(l, "halves r 1.00") {
+		t.Errorf("lateness that moves between blocks: %s", l)
+	}
+	if l := line("end"); !strings.Contains(l, "3 blocks") {
+		t.Errorf("a block that missed the phase in one call is counted: %s", l)
+	}
+	if strings.Contains(got, "sources arrived") {
+		t.Errorf("a phase no block reached is printed:\n%s", got)
+	}
+	out.Reset()
+	TraceBlocks(&out, 0, "dispatch", DispatchPhases, slots[:1], grid)
+	if out.Len() != 0 {
+		t.Errorf("one call prints %q", out.String())
+	}
+	if r := correlation([]float64{1, 2, 3}, []float64{3, 2, 1}); math.Abs(r+1) > 1e-12 {
+		t.Errorf("correlation of reversed = %v", r)
 	}
 }
