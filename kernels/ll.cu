@@ -12,10 +12,9 @@
 // writes the own rank's rows too). Once its stores are issued the block
 // takes its ticket; fenced with more tokens, its worker warps then write the
 // own rank's rows while the peers' data is on its way. After the peers'
-// release they copy
-// the messages the block owns (one per source token) to the rows their
-// headers name, so the receive side scans nothing; the last block also
-// writes the layout.
+// release they copy the messages the block owns (one per source token) to
+// the rows their headers name, so the receive side scans nothing; the last
+// block also writes the layout.
 //
 // Combine: the expert side walks the peers' received (source, token) slots,
 // cut into row slices so every warp of the grid has work, and either
@@ -701,8 +700,8 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     bool live = true;
     if (direct_self(a, s)) {  // inline: the own rank's tokens, never sent to itself
         if (lane < K) {
-            // own_selection's body: called here, it reorders the inline
-            // modules' PTX.
+            // own_selection written out: calling it here moved an
+            // instruction in the inline modules' PTX.
             e = expert_or_none(a.topk_idx[(int64_t)t * K + lane], a.ranks * L);
             we = a.topk_w[(int64_t)t * K + lane];
         }
@@ -763,13 +762,7 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     if (per_rank(a)) local_partial(a, local, my_row, my_w, v, acc);
     else for_local_rows(a, local, my_row, my_w, v, [&](int k, float w, const YRaw* raw) {
         if (summed >> k & 1) {  // as the source side adds a row that came back (bf16: decode_y rounds FP8 to it)
-#pragma unroll
-            for (int u = 0; u < kVecPerLane; u++) {
-                float f[8];
-                decode_y(a, raw[u], f);
-#pragma unroll
-                for (int j = 0; j < 8; j++) acc[u][j] = mul_add_rn(acc[u][j], w, f[j]);
-            }
+            add_weighted(a, acc, w, raw);
             return;
         }
         // direct_send: every other expert row travels back as bf16.
@@ -1133,12 +1126,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         // one of the token's selections, ascending, each peer (inline: each
         // rank) having sent one partial row; direct_send: the selections in
         // top-k order, each peer's (inline: each one but the handed-over
-        // ones below) sent as a row. Fenced,
-        // the own rank's terms are read here: its partial, computed first and
-        // rounded to bf16 as a peer's is, or its expert output rows. Inline,
-        // a warp's first item's own partial, or the sum of its own_prefix
-        // rows (the sum's first terms), comes through shared memory
-        // (hand_part) from the worker warp that computed it.
+        // ones below) sent as a row. Fenced, the own rank's terms are read
+        // here: its partial, computed first and rounded to bf16 as a peer's
+        // is, or its expert output rows. Inline, a warp's first item's own
+        // partial, or the sum of its own_prefix rows (the sum's first terms),
+        // comes through shared memory (hand_part) from the worker warp that
+        // computed it.
         // -T: the selections and partials of masked ranks are left out.
         const int64_t my_row = own_row(e, pos);
         uint4 ownp[kVecPerLane];

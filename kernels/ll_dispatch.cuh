@@ -28,10 +28,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     __shared__ float gamax[16384 / kScaleBlock];  // lines, FP8: each channel group's largest magnitude
     __shared__ int lhdr[2 + 3 * kMaxTopK];        // lines: the header being sent
     // Spread (this rank sends fewer than kSpreadTokens tokens, so own * K <=
-    // kWorkers): every
-    // selection's expert, and its place among the rows from here that its
-    // destination receives (expert-major: its expert's rows; rank-major:
-    // the slots of the tokens sent to its rank).
+    // kWorkers): every selection's expert, and its place among the rows from
+    // here that its destination receives (expert-major: its expert's rows;
+    // rank-major: the slots of the tokens sent to its rank).
     __shared__ int sel_e[kWorkers], sel_p[kWorkers];
 
     const uint64_t deadline = global_timer() + a.timeout_ns;
@@ -125,7 +124,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // Vector v of token t's row (val; FP8: q8, and its channel group's scale
     // from the half-warp's first lane) into the token's message to peer q:
     // fenced past the header, inline as flagged units.
-    auto put_peer_vec = [&](int q, int t, int v, const uint4& val, uint2 q8, float scale) {
+    auto put_peer_vec = [&](int q, int t, int v, const uint4& val, const uint2& q8, float scale) {
         if (!a.fp8) {
             if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
             else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
@@ -141,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     };
     // The same vector into row `row` of this rank's recv (FP8: the scale
     // into recv_scales).
-    auto put_own_vec = [&](int64_t row, int v, const uint4& val, uint2 q8, float scale) {
+    auto put_own_vec = [&](int64_t row, int v, const uint4& val, const uint2& q8, float scale) {
         if (!a.fp8) {
             reinterpret_cast<uint4*>(recv + row * rb)[v] = val;
         } else {
@@ -314,15 +313,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                 for (int j = 0; j < i / K * K; j++) p += sel_e[j] == e;
             } else if (e >= 0) {
                 const int qlo = e / L * L;  // the selection's rank's first expert
+                auto same_rank = [&](int j) { return sel_e[j] >= qlo && sel_e[j] < qlo + L; };
                 for (int u = 0; u < i / K; u++) {
                     bool h = false;
-                    for (int k = 0; k < K; k++) h = h || (sel_e[u * K + k] >= qlo && sel_e[u * K + k] < qlo + L);
+                    for (int k = 0; k < K; k++) h = h || same_rank(u * K + k);
                     p += h;
                 }
                 // The token counts once for the rank, by its lowest
                 // selection there.
                 bool first = true;
-                for (int k = i / K * K; k < i; k++) first = first && !(sel_e[k] >= qlo && sel_e[k] < qlo + L);
+                for (int k = i / K * K; k < i; k++) first = first && !same_rank(k);
                 if (first) atomicAdd(&total_r[e / L], 1);
             }
             sel_p[i] = p;
@@ -338,11 +338,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // --- the rows to the peers before the count (spread: after it, as the
     // own rank's rows, written beside them, need the places it gives): they
     // need only the destinations, and stream over NVLink while the blocks
-    // count. One SM stores only ~20 GB/s
-    // over NVLink, so for fewer than kSpreadTokens tokens the rows are spread
-    // over the grid 16 vectors (one FP8 scale group) at a time (group c of all
-    // tokens' rows goes to block c % grid); otherwise each block sends its own
-    // tokens from the registers that already hold them ---
+    // count. One SM stores only ~20 GB/s over NVLink, so for fewer than
+    // kSpreadTokens tokens the rows are spread over the grid 16 vectors (one
+    // FP8 scale group) at a time (group c of all tokens' rows goes to block
+    // c % grid); otherwise each block sends its own tokens from the
+    // registers that already hold them ---
     const int row_groups = vec_per_row / 16, all_groups = own * row_groups;
     // Blocks that store (and take a ticket); block 0 takes one even without
     // tokens, so a rank without tokens still releases its peers.
@@ -441,7 +441,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     }
 
     if (warp == 0 && !lines && !spread)
-        for (int t = t0; t < t1; t++) headers_of(t, !spread && t == t0, first_e, first_w);
+        for (int t = t0; t < t1; t++) headers_of(t, t == t0, first_e, first_w);
     // Lines: words w and w + 1 of a row as its lines carry them (d0, d1),
     // into row r of this rank's recv, for an own token's row or a received
     // one (FP8: past the E4M3 data, the scales into recv_scales).
@@ -966,9 +966,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
 #pragma unroll 1
             for (int i = 0; i < n; i++) reinterpret_cast<uint4*>(recv + rows[i] * rb)[v] = pv[u];
         }
-        if (a.fp8 && wt < groups)
+        if (a.fp8 && wt < groups) {
 #pragma unroll 1
             for (int i = 0; i < n; i++) a.recv_scales[rows[i] * groups + wt] = scale;
+        }
     }
     EPBENCH_TRACE_BY(a, 4, kWarp);
 }
