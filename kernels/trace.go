@@ -84,8 +84,8 @@ func TraceSpan(raw []byte, grid int) (start, end uint64) {
 // over the calls), the range of the blocks' mean times (since their call's
 // start), the correlation of the blocks' means over the first and the second
 // half of the calls (near 1: a block's lateness is its own, as an SM's
-// position would make it; near 0: it changes from call to call), and the
-// blocks latest on average. Only blocks that reached the phase in every call
+// position would make it; near 0: it changes from call to call), the same
+// over the later half of the blocks alone, and the blocks latest on average. Only blocks that reached the phase in every call
 // count; a phase with fewer than two such blocks, or fewer than two calls, is
 // left out.
 func TraceBlocks(w io.Writer, rank int, kernel string, phases []string, slots [][]byte, grid int) {
@@ -148,8 +148,14 @@ func TraceBlocks(w io.Writer, rank int, kernel string, phases []string, slots []
 			late = append(late, fmt.Sprintf("%d (%.2f)", blocks[j], all[j]))
 		}
 		lo, hi := all[order[len(order)-1]], all[order[0]]
-		fmt.Fprintf(w, "epbench: trace rank %d %s %-16s %d calls, %3d blocks: spread in a call %.2f us, block means %.2f..%.2f us, halves r %.2f; latest %s\n",
-			rank, kernel, name, len(slots), len(blocks), spread, lo, hi, correlation(first, second), strings.Join(late, ", "))
+		// The later half of the blocks (by mean) alone: blocks without work,
+		// early in every call, would make r high by themselves.
+		var lf, ls []float64
+		for _, j := range order[:(len(order)+1)/2] {
+			lf, ls = append(lf, first[j]), append(ls, second[j])
+		}
+		fmt.Fprintf(w, "epbench: trace rank %d %s %-16s %d calls, %3d blocks: spread in a call %.2f us, block means %.2f..%.2f us, halves r %.2f (later half of the blocks %.2f); latest %s\n",
+			rank, kernel, name, len(slots), len(blocks), spread, lo, hi, correlation(first, second), correlation(lf, ls), strings.Join(late, ", "))
 	}
 }
 

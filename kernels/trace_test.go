@@ -3,6 +3,7 @@ package kernels
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -104,7 +105,7 @@ func TestTraceBlocks(t *testing.T) {
 		return ""
 	}
 	if l := line("sent"); !strings.Contains(l, "4 blocks") || !strings.Contains(l, "block means 2.05..5.05 us") ||
-		!strings.Contains(l, "halves r 1.00") || !strings.Contains(l, "latest 3 (5.05), 2 (4.05), 1 (3.05), 0 (2.05)") {
+		!strings.Contains(l, "halves r 1.00 (later half of the blocks 1.00)") || !strings.Contains(l, "latest 3 (5.05), 2 (4.05), 1 (3.05), 0 (2.05)") {
 		t.Errorf("consistent lateness: %s", l)
 	}
 	if l := line("signalled"); !strings.Contains(l, "spread in a call 3.00 us") || strings.Contains(l, "halves r 1.00") {
@@ -123,5 +124,39 @@ func TestTraceBlocks(t *testing.T) {
 	}
 	if r := correlation([]float64{1, 2, 3}, []float64{3, 2, 1}); math.Abs(r+1) > 1e-12 {
 		t.Errorf("correlation of reversed = %v", r)
+	}
+}
+
+// A block without work, early in every call, makes the blocks' means agree
+// between the halves of the calls by itself; the later half of the blocks
+// shows that the late ones change from call to call.
+func TestTraceBlocksIdleBlock(t *testing.T) {
+	const grid, calls = 9, 8
+	slots := make([][]byte, calls)
+	for c := range slots {
+		slots[c] = make([]byte, grid*TracePoints*8)
+		put := func(b, i int, ns uint64) { binary.LittleEndian.PutUint64(slots[c][8*(b*TracePoints+i):], ns) }
+		base := uint64(1000000 * (c + 1))
+		for b := 0; b < grid; b++ {
+			put(b, 0, base)
+			end := uint64(500)
+			if b > 0 {
+				end = uint64(5000 + 1000*((b+3*c)%8))
+			}
+			put(b, 4, base+end)
+		}
+	}
+	var out bytes.Buffer
+	TraceBlocks(&out, 0, "dispatch", DispatchPhases, slots, grid)
+	var all, later float64
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, "dispatch end ") {
+			if _, err := fmt.Sscanf(l[strings.Index(l, "halves r"):], "halves r %f (later half of the blocks %f)", &all, &later); err != nil {
+				t.Fatalf("%v in %q", err, l)
+			}
+		}
+	}
+	if all < 0.5 || later > 0.5 {
+		t.Errorf("halves r %.2f (all), %.2f (later half): want the idle block to raise the first only\n%s", all, later, out.String())
 	}
 }
