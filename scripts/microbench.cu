@@ -363,6 +363,11 @@ static int icache(int sms) {
     icache_after<512, 8>(sms, clocks);
     icache_after<512, 32>(sms, clocks);
     icache_after<512, 128>(sms, clocks);
+    // Where the second level ends: A of 77 KiB after B of 29 to 58 KiB.
+    icache_after<512, 192>(sms, clocks);
+    icache_after<512, 256>(sms, clocks);
+    icache_after<512, 320>(sms, clocks);
+    icache_after<512, 384>(sms, clocks);
     return 0;
 }
 
