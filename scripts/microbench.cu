@@ -6,13 +6,15 @@
 // the local path's floors (write-only and read-only rates of the GPU's own
 // memory, plain and TMA bulk stores; with the argument `pair`, only the
 // local pair's kernels, for a profiler). With the argument `icache`, only
-// what a launch pays for code another kernel's code evicted. Needs two GPUs
-// with P2P for the NVLink parts. Build: nvcc -O3 -arch=sm_90 -o microbench
-// scripts/microbench.cu
+// what a launch pays for code another kernel's code evicted; with `balance`,
+// only whether the blocks that end late are late for their SM or their
+// data. Needs two GPUs with P2P for the NVLink parts. Build: nvcc -O3
+// -arch=sm_90 -o microbench scripts/microbench.cu
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cstdint>
+#include <cmath>
 #include <cuda_runtime.h>
 
 #define CK(x)                                                                       \
@@ -231,6 +233,36 @@ __global__ void __launch_bounds__(128, 1) code_two(long long* clocks, int reps, 
     else code_body<kSteps, 2>(clocks, reps, seed);
 }
 
+// Which blocks end late (`microbench balance`): every block writes (or
+// reads) its own region of 8 rows of 14336 bytes, as a one-rank dispatch
+// block writes its token's rows (a combine block reads them), region
+// (block + shift) % grid; thread 0 records its SM, when the block started,
+// and when its last store was issued (its last load returned). Shifting the
+// regions tells whether a late block is late for its SM or for its data.
+__global__ void __launch_bounds__(512, 1) region_rw(uint4* buf, size_t per, int shift, int read, uint64_t* rec) {
+    const uint64_t t0 = gtimer();
+    uint4* r = buf + (size_t)((blockIdx.x + shift) % gridDim.x) * per;
+    uint4 acc = make_uint4(blockIdx.x, 0, 0, 0);
+    if (read) {
+        for (size_t i = threadIdx.x; i < per; i += blockDim.x) {
+            const uint4 v = __ldcg(r + i);
+            acc.x ^= v.x;
+            acc.y += v.y;
+        }
+    } else {
+        for (size_t i = threadIdx.x; i < per; i += blockDim.x) r[i] = acc;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint32_t sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        rec[3 * blockIdx.x] = sm;
+        rec[3 * blockIdx.x + 1] = t0;
+        rec[3 * blockIdx.x + 2] = gtimer();
+    }
+    if (acc.x == 0xFFFFFFFFu && acc.y == 7u) buf[0] = acc;  // keeps the loads
+}
+
 // One launch's time between events a and b on stream s (ms).
 template <typename F>
 static float event_ms(cudaStream_t s, cudaEvent_t a, cudaEvent_t b, F launch) {
@@ -290,6 +322,79 @@ static int pair(int sms) {
         CK(cudaDeviceSynchronize());
     }
     printf("pair: %zu bytes written and read back, 200 times\n", n * sizeof(uint4));
+    return 0;
+}
+
+// Pearson's r of x and y over n values.
+static double pearson(const double* x, const double* y, int n) {
+    double mx = 0, my = 0;
+    for (int i = 0; i < n; i++) mx += x[i] / n, my += y[i] / n;
+    double sxy = 0, sxx = 0, syy = 0;
+    for (int i = 0; i < n; i++) {
+        sxy += (x[i] - mx) * (y[i] - my);
+        sxx += (x[i] - mx) * (x[i] - mx);
+        syy += (y[i] - my) * (y[i] - my);
+    }
+    return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0;
+}
+
+// `microbench balance`: region_rw's blocks, 40 launches each with the regions
+// as they are and shifted by half the grid, writes then reads; per SM and per
+// region the mean time from the launch's first block start to the block's
+// end (us). If the same SMs are late whatever data they get, r(SM) is high
+// and r(region) low; if the data makes them late, the other way round.
+static int balance(int sms) {
+    const size_t per = 8 * 14336 / sizeof(uint4);
+    uint4* buf;
+    uint64_t* rec;
+    CK(cudaMalloc(&buf, per * sms * sizeof(uint4)));
+    CK(cudaMemset(buf, 1, per * sms * sizeof(uint4)));
+    CK(cudaMalloc(&rec, 3 * sms * sizeof(uint64_t)));
+    const int n = 40, maxsm = 1024;
+    uint64_t h[3 * 1024];
+    for (int read = 0; read < 2; read++) {
+        static double by_sm[2][1024], by_region[2][1024];
+        static int sm_n[2][1024];
+        memset(by_sm, 0, sizeof by_sm);
+        memset(by_region, 0, sizeof by_region);
+        memset(sm_n, 0, sizeof sm_n);
+        double spread = 0, avg = 0;
+        for (int c = 0; c < 2; c++) {
+            const int shift = c * sms / 2;
+            for (int l = 0; l <= n; l++) {
+                region_rw<<<sms, 512>>>(buf, per, shift, read, rec);
+                CK(cudaGetLastError());
+                CK(cudaDeviceSynchronize());
+                CK(cudaMemcpy(h, rec, 3 * sms * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+                if (l == 0) continue;
+                uint64_t t0 = UINT64_MAX, hi = 0;
+                double sum = 0;
+                for (int b = 0; b < sms; b++) t0 = h[3 * b + 1] < t0 ? h[3 * b + 1] : t0;
+                for (int b = 0; b < sms; b++) {
+                    const double us = (h[3 * b + 2] - t0) / 1e3;
+                    const int sm = (int)h[3 * b] % maxsm;
+                    by_sm[c][sm] += us / n;
+                    sm_n[c][sm]++;
+                    by_region[c][(b + shift) % sms] += us / n;
+                    hi = h[3 * b + 2] > hi ? h[3 * b + 2] : hi;
+                    sum += us;
+                }
+                spread += ((hi - t0) / 1e3 - sum / sms) / (2 * n);
+                avg += sum / sms / (2 * n);
+            }
+        }
+        // SMs that ran exactly one block per launch in both arrangements.
+        double xs[1024], ys[1024];
+        int m = 0;
+        for (int sm = 0; sm < maxsm; sm++)
+            if (sm_n[0][sm] == n && sm_n[1][sm] == n) xs[m] = by_sm[0][sm], ys[m] = by_sm[1][sm], m++;
+        const double r_sm = pearson(xs, ys, m), r_region = pearson(by_region[0], by_region[1], sms);
+        double lo = 1e9, top = 0;
+        for (int i = 0; i < m; i++) lo = xs[i] < lo ? xs[i] : lo, top = xs[i] > top ? xs[i] : top;
+        printf("balance %s 8 x 14336 bytes per block: block end avg %.2f us, latest block %.2f us after the average; "
+               "per-SM means %.2f..%.2f us over %d SMs; r(SM, regions shifted) %.2f, r(region, SMs shifted) %.2f\n",
+               read ? "read " : "write", avg, spread, lo, top, m, r_sm, r_region);
+    }
     return 0;
 }
 
@@ -374,8 +479,9 @@ static int icache(int sms) {
 int main(int argc, char** argv) {
     const bool pair_only = argc == 2 && strcmp(argv[1], "pair") == 0;
     const bool icache_only = argc == 2 && strcmp(argv[1], "icache") == 0;
-    if (argc > 1 && !pair_only && !icache_only) {
-        fprintf(stderr, "usage: microbench [pair | icache]\n");
+    const bool balance_only = argc == 2 && strcmp(argv[1], "balance") == 0;
+    if (argc > 1 && !pair_only && !icache_only && !balance_only) {
+        fprintf(stderr, "usage: microbench [pair | icache | balance]\n");
         return 2;
     }
     int n = 0;
@@ -387,6 +493,7 @@ int main(int argc, char** argv) {
     printf("microbench: %d GPU(s), %d SMs\n", n, sms);
     if (pair_only) return pair(sms);
     if (icache_only) return icache(sms);
+    if (balance_only) return balance(sms);
 
     cudaStream_t s0;
     CK(cudaSetDevice(0));
