@@ -279,14 +279,16 @@ pair_floors() {
 		END { flush() }'
 }
 
-# 2. Micro-benchmarks, and what a launch pays for cold code (docs/PERF.md,
-# kernels v39); with Nsight Compute at hand, also the local pair's
+# 2. Micro-benchmarks, what a launch pays for cold code (docs/PERF.md,
+# kernels v39) and whether late blocks are late for their SM (docs/PERF.md,
+# "Late SMs"); with Nsight Compute at hand, also the local pair's
 # floors per kernel (docs/PERF.md, kernels v23): 100 of each, timed by the
 # profiler without touching clocks or caches.
 if [ -f scripts/microbench.cu ]; then
 	if "$nvcc" -O3 -arch=sm_90 -o "$ptxdir/microbench" scripts/microbench.cu >>"$log" 2>&1; then
 		timeout -k 5 60 "$ptxdir/microbench" 2>&1 | tee -a "$log"
 		timeout -k 5 60 "$ptxdir/microbench" icache 2>&1 | tee -a "$log"
+		timeout -k 5 60 "$ptxdir/microbench" balance 2>&1 | tee -a "$log"
 		if command -v ncu >/dev/null 2>&1; then
 			if timeout -k 5 180 ncu --cache-control none --clock-control none --csv --page raw \
 				--metrics gpu__time_duration.sum -k regex:'pair_|empty' --launch-skip 70 --launch-count 700 \
