@@ -70,13 +70,22 @@ func TestTraceSpan(t *testing.T) {
 	}
 }
 
-func TestTraceBlocks(t *testing.T) {
-	const grid, calls = 4, 6
+// traceCalls is the stamps of `calls` calls of `grid` blocks, call c's
+// written by fill(c, base, put), base being the call's time in ns.
+func traceCalls(grid, calls int, fill func(c int, base uint64, put func(b, i int, ns uint64))) [][]byte {
 	slots := make([][]byte, calls)
 	for c := range slots {
 		slots[c] = make([]byte, grid*TracePoints*8)
-		put := func(b, i int, ns uint64) { binary.LittleEndian.PutUint64(slots[c][8*(b*TracePoints+i):], ns) }
-		base := uint64(1000000 * (c + 1))
+		fill(c, uint64(1000000*(c+1)), func(b, i int, ns uint64) {
+			binary.LittleEndian.PutUint64(slots[c][8*(b*TracePoints+i):], ns)
+		})
+	}
+	return slots
+}
+
+func TestTraceBlocks(t *testing.T) {
+	const grid, calls = 4, 6
+	slots := traceCalls(grid, calls, func(c int, base uint64, put func(b, i int, ns uint64)) {
 		for b := 0; b < grid; b++ {
 			put(b, 0, base+uint64(b)*10)
 			// "sent": block b is late by b us in every call, plus 0 or 0.1 us
@@ -91,7 +100,7 @@ func TestTraceBlocks(t *testing.T) {
 				put(b, 4, base+uint64(9000+100*b))
 			}
 		}
-	}
+	})
 	var out bytes.Buffer
 	TraceBlocks(&out, 0, "dispatch", DispatchPhases, slots, grid)
 	got := out.String()
@@ -132,11 +141,7 @@ func TestTraceBlocks(t *testing.T) {
 // shows that the late ones change from call to call.
 func TestTraceBlocksIdleBlock(t *testing.T) {
 	const grid, calls = 9, 8
-	slots := make([][]byte, calls)
-	for c := range slots {
-		slots[c] = make([]byte, grid*TracePoints*8)
-		put := func(b, i int, ns uint64) { binary.LittleEndian.PutUint64(slots[c][8*(b*TracePoints+i):], ns) }
-		base := uint64(1000000 * (c + 1))
+	slots := traceCalls(grid, calls, func(c int, base uint64, put func(b, i int, ns uint64)) {
 		for b := 0; b < grid; b++ {
 			put(b, 0, base)
 			end := uint64(500)
@@ -145,7 +150,7 @@ func TestTraceBlocksIdleBlock(t *testing.T) {
 			}
 			put(b, 4, base+end)
 		}
-	}
+	})
 	var out bytes.Buffer
 	TraceBlocks(&out, 0, "dispatch", DispatchPhases, slots, grid)
 	var all, later float64
