@@ -56,14 +56,15 @@ func (b *Backend) printTrace() {
 		kernels.TraceSummary(os.Stderr, b.shape.Rank, k.name, k.phases, slot(k.calls-1), grid(k.calls-1))
 		// The kept calls of the last call's grid, for whether the same
 		// blocks are late call after call.
+		first := k.calls - min(k.calls, kernels.TraceCalls)
 		var same [][]byte
-		for c := k.calls - min(k.calls, kernels.TraceCalls); c < k.calls; c++ {
+		for c := first; c < k.calls; c++ {
 			if grid(c) == grid(k.calls-1) {
 				same = append(same, slot(c))
 			}
 		}
 		kernels.TraceBlocks(os.Stderr, b.shape.Rank, k.name, k.phases, same, grid(k.calls-1))
-		for c := k.calls - min(k.calls, kernels.TraceCalls); c < k.calls; c++ {
+		for c := first; c < k.calls; c++ {
 			start, end := kernels.TraceSpan(slot(c), grid(c))
 			fmt.Fprintf(os.Stderr, "epbench: trace rank %d %s call %d start %d end %d\n", b.shape.Rank, k.name, c, start, end)
 		}

@@ -17,16 +17,18 @@ var (
 	CombinePhases  = []string{"start", "peer partials sent", "signalled", "inline own parts", "ranks arrived", "end", "rows summed"}
 )
 
+// stamp is block b's stamp of phase i in a call's stamps (0: not recorded).
+func stamp(raw []byte, b, i int) uint64 {
+	return binary.LittleEndian.Uint64(raw[8*(b*TracePoints+i):])
+}
+
 // TraceSummary prints, per phase, the min/avg/max over blocks of the time
 // since the earliest block started, phases in the order of their averages
 // (a timeline: the stamps' indices are not in time order).
 func TraceSummary(w io.Writer, rank int, kernel string, phases []string, raw []byte, grid int) {
-	stamp := func(b, i int) uint64 {
-		return binary.LittleEndian.Uint64(raw[8*(b*TracePoints+i):])
-	}
 	t0 := uint64(math.MaxUint64)
 	for b := 0; b < grid; b++ {
-		if s := stamp(b, 0); s != 0 && s < t0 {
+		if s := stamp(raw, b, 0); s != 0 && s < t0 {
 			t0 = s
 		}
 	}
@@ -42,7 +44,7 @@ func TraceSummary(w io.Writer, rank int, kernel string, phases []string, raw []b
 	for i, name := range phases {
 		lo, hi, sum, n := math.Inf(1), 0.0, 0.0, 0
 		for b := 0; b < grid; b++ {
-			s := stamp(b, i)
+			s := stamp(raw, b, i)
 			if s == 0 || s < t0 {
 				continue
 			}
@@ -65,7 +67,7 @@ func TraceSummary(w io.Writer, rank int, kernel string, phases []string, raw []b
 func TraceSpan(raw []byte, grid int) (start, end uint64) {
 	for b := 0; b < grid; b++ {
 		for i := 0; i < TracePoints; i++ {
-			s := binary.LittleEndian.Uint64(raw[8*(b*TracePoints+i):])
+			s := stamp(raw, b, i)
 			if s == 0 {
 				continue
 			}
@@ -91,9 +93,6 @@ func TraceSpan(raw []byte, grid int) (start, end uint64) {
 func TraceBlocks(w io.Writer, rank int, kernel string, phases []string, slots [][]byte, grid int) {
 	if len(slots) < 2 {
 		return
-	}
-	stamp := func(raw []byte, b, i int) uint64 {
-		return binary.LittleEndian.Uint64(raw[8*(b*TracePoints+i):])
 	}
 	starts := make([]uint64, len(slots))
 	for c, raw := range slots {
