@@ -491,6 +491,10 @@ int main(int argc, char** argv) {
     const size_t bytes = 256ull << 20;
     g_n = bytes / sizeof(uint4);
     printf("microbench: %d GPU(s), %d SMs\n", n, sms);
+    if (sms > 1024) {  // icache and balance keep per-block records in arrays of 1024
+        fprintf(stderr, "microbench: %d SMs, at most 1024 supported\n", sms);
+        return 1;
+    }
     if (pair_only) return pair(sms);
     if (icache_only) return icache(sms);
     if (balance_only) return balance(sms);
