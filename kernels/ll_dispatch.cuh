@@ -580,27 +580,27 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         workers_sync();
         const uint4* src = reinterpret_cast<const uint4*>(a.x + (int64_t)t * H);
         const int no = nown;
-        // The loops over the token's rows are kept rolled here and on the
-        // receive side: unrolled, they made the fenced dispatch entry 1.5 to
-        // 1.7 times as long, code that a launch after another kernel fetches
-        // cold (docs/PERF.md, kernels v39).
-        for (int base = 0; base < vec_per_row; base += kWorkers * kMaxRecvVecPerThread) {
-            uint4 xr[kMaxRecvVecPerThread];
+        // The loop over the token's rows is kept rolled here and on the
+        // receive side: unrolled, it made the fenced dispatch entry 1.5 to 1.7
+        // times as long, code that a launch after another kernel fetches
+        // again from the second level of the instruction caches
+        // (docs/PERF.md, kernels v39). A row (hidden <= 16384) fits one pass
+        // of kMaxRecvVecPerThread vectors per worker.
+        uint4 xr[kMaxRecvVecPerThread];
 #pragma unroll
-            for (int u = 0; u < kMaxRecvVecPerThread; u++) {
-                const int v = base + wt + u * kWorkers;
-                if (v < vec_per_row) xr[u] = __ldg(src + v);
-            }
+        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+            const int v = wt + u * kWorkers;
+            if (v < vec_per_row) xr[u] = __ldg(src + v);
+        }
 #pragma unroll
-            for (int u = 0; u < kMaxRecvVecPerThread; u++) {
-                const int v = base + wt + u * kWorkers;
-                if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
-                uint2 q8;
-                float scale = 0.f;
-                if (a.fp8) q8 = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
+        for (int u = 0; u < kMaxRecvVecPerThread; u++) {
+            const int v = wt + u * kWorkers;
+            if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
+            uint2 q8;
+            float scale = 0.f;
+            if (a.fp8) q8 = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
 #pragma unroll 1
-                for (int i = 0; i < no; i++) put_own_vec(own_rows[i], v, xr[u], q8, scale);
-            }
+            for (int i = 0; i < no; i++) put_own_vec(own_rows[i], v, xr[u], q8, scale);
         }
         workers_sync();  // own_rows is rewritten for the next token
     }
