@@ -99,6 +99,16 @@ else
 	results+=("ptx|nvcc failed|FAIL")
 	status=1
 fi
+# The machine code each module's kernels run, for the record (scripts/sass-size.sh, this CUDA's ptxas): what a
+# launch fetches again from the second level of the instruction caches.
+if command -v "${PTXAS:-ptxas}" >/dev/null && command -v "${CUOBJDUMP:-cuobjdump}" >/dev/null; then
+	if bash scripts/sass-size.sh "$ptxdir" >"$out/sass-size.md" 2>>"$log"; then
+		say "sass-size: each module's dispatch and combine instructions in $out/sass-size.md"
+	else
+		say "sass-size: failed on a module (see $out/sass-size.md)"
+	fi
+	cat "$out/sass-size.md" >>"$log"
+fi
 
 # Every epbench run below loads the fresh PTX when the committed one differs.
 ptx_args=()
