@@ -16,12 +16,8 @@
 # validate, 2 on bad usage, 130 (143) when interrupted (terminated), after the run under way has stopped.
 set -uo pipefail
 
-synopsis=$(sed -n 's/^# Usage: /usage: /p' "$0")
-usage() {
-	echo "alternate: $*" >&2
-	echo "$synopsis" >&2
-	exit 2
-}
+# shellcheck source=usage.sh
+source "$(dirname "$0")/usage.sh"
 
 rounds=3 iters=300 np=1 validate=
 configs=()
@@ -32,12 +28,7 @@ while getopts ":r:i:p:c:Vh" opt; do
 	p) np=$OPTARG ;;
 	c) configs+=("$OPTARG") ;;
 	V) validate=1 ;;
-	h)
-		sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"
-		exit 0
-		;;
-	:) usage "-$OPTARG needs a value" ;;
-	*) usage "unknown option -$OPTARG" ;;
+	*) common_opt "$opt" ;;
 	esac
 done
 shift $((OPTIND - 1))

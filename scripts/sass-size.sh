@@ -14,23 +14,14 @@
 # its row), 2 on bad usage.
 set -uo pipefail
 
-synopsis=$(sed -n 's/^# Usage: /usage: /p' "$0")
-usage() {
-	echo "sass-size: $*" >&2
-	echo "$synopsis" >&2
-	exit 2
-}
+# shellcheck source=usage.sh
+source "$(dirname "$0")/usage.sh"
 
 base=
 while getopts ":b:h" opt; do
 	case $opt in
 	b) base=$OPTARG ;;
-	h)
-		sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"
-		exit 0
-		;;
-	:) usage "-$OPTARG needs a value" ;;
-	*) usage "unknown option -$OPTARG" ;;
+	*) common_opt "$opt" ;;
 	esac
 done
 shift $((OPTIND - 1))

@@ -55,36 +55,33 @@ func listing(entries map[string]int) string {
 	return b.String()
 }
 
-type sassRig struct {
-	t        *testing.T
-	dir, bin string
-}
-
-func newSassRig(t *testing.T) *sassRig {
+// sassFolder is a temporary folder whose bin/ holds the stand-ins for
+// ptxas and cuobjdump.
+func sassFolder(t *testing.T) string {
 	t.Helper()
-	r := &sassRig{t: t, dir: t.TempDir()}
-	r.bin = filepath.Join(r.dir, "bin")
-	require.NoError(t, os.MkdirAll(r.bin, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(r.bin, "ptxas"), []byte(fakePtxas), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(r.bin, "cuobjdump"), []byte(fakeCuobjdump), 0o755))
-	return r
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "bin"), 0o755))
+	for name, body := range map[string]string{"ptxas": fakePtxas, "cuobjdump": fakeCuobjdump} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "bin", name), []byte(body), 0o755))
+	}
+	return dir
 }
 
-// module writes folder/ll_name.ptx with a listing of the given counts.
-func (r *sassRig) module(folder, name, body string) string {
-	r.t.Helper()
-	d := filepath.Join(r.dir, folder)
-	require.NoError(r.t, os.MkdirAll(d, 0o755))
-	require.NoError(r.t, os.WriteFile(filepath.Join(d, "ll_"+name+".ptx"), []byte(body), 0o644))
+// sassModule writes dir/folder/ll_name.ptx holding body; returns the folder.
+func sassModule(t *testing.T, dir, folder, name, body string) string {
+	t.Helper()
+	d := filepath.Join(dir, folder)
+	require.NoError(t, os.MkdirAll(d, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(d, "ll_"+name+".ptx"), []byte(body), 0o644))
 	return d
 }
 
-// run runs sass-size.sh with the fakes first in PATH; returns stdout,
-// stderr and the exit status.
-func (r *sassRig) run(args ...string) (string, string, int) {
-	r.t.Helper()
+// runSassSize runs sass-size.sh with dir's stand-ins first in PATH; returns
+// stdout, stderr and the exit status.
+func runSassSize(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command("bash", append([]string{"sass-size.sh"}, args...)...)
-	cmd.Env = append(os.Environ(), "PATH="+r.bin+":"+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"))
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -93,16 +90,16 @@ func (r *sassRig) run(args ...string) (string, string, int) {
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else {
-		require.NoError(r.t, err)
+		require.NoError(t, err)
 	}
 	return out.String(), errb.String(), code
 }
 
 func TestSassSizeCountsEachEntry(t *testing.T) {
-	r := newSassRig(t)
-	d := r.module("new", "lines_lines_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 300, "epbench_ll_combine": 212}))
-	r.module("new", "inline_inline_fp8_ds", listing(map[string]int{"epbench_ll_dispatch": 7, "epbench_ll_combine": 9}))
-	out, stderr, code := r.run(d)
+	dir := sassFolder(t)
+	d := sassModule(t, dir, "new", "lines_lines_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 300, "epbench_ll_combine": 212}))
+	sassModule(t, dir, "new", "inline_inline_fp8_ds", listing(map[string]int{"epbench_ll_dispatch": 7, "epbench_ll_combine": 9}))
+	out, stderr, code := runSassSize(t, dir, d)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "| module | dispatch / combine instructions (pair) |\n|---|---|\n"+
 		"| inline_inline_fp8_ds | 7 / 9 (0.2 KiB) |\n"+
@@ -110,23 +107,23 @@ func TestSassSizeCountsEachEntry(t *testing.T) {
 }
 
 func TestSassSizeAgainstABase(t *testing.T) {
-	r := newSassRig(t)
-	b := r.module("base", "lines_lines_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 256, "epbench_ll_combine": 128}))
-	d := r.module("new", "lines_lines_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 320, "epbench_ll_combine": 120}))
-	r.module("new", "fenced_fenced_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 1, "epbench_ll_combine": 1}))
+	dir := sassFolder(t)
+	b := sassModule(t, dir, "base", "lines_lines_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 256, "epbench_ll_combine": 128}))
+	d := sassModule(t, dir, "new", "lines_lines_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 320, "epbench_ll_combine": 120}))
+	sassModule(t, dir, "new", "fenced_fenced_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 1, "epbench_ll_combine": 1}))
 	// Only the module named is measured.
-	out, stderr, code := r.run("-b", b, d, "lines_lines_bf16_rlr")
+	out, stderr, code := runSassSize(t, dir, "-b", b, d, "lines_lines_bf16_rlr")
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "| module | base: dispatch / combine (pair) | "+d+": dispatch / combine (pair) | difference |\n|---|---|---|---|\n"+
 		"| lines_lines_bf16_rlr | 256 / 128 (6.0 KiB) | 320 / 120 (6.9 KiB) | +64 / -8 (+0.9 KiB) |\n", out)
 }
 
 func TestSassSizeReportsAFailedModuleAndGoesOn(t *testing.T) {
-	r := newSassRig(t)
-	d := r.module("new", "a_broken", "BROKEN\n")
-	r.module("new", "b_no_combine", listing(map[string]int{"epbench_ll_dispatch": 5}))
-	r.module("new", "c_good", listing(map[string]int{"epbench_ll_dispatch": 64, "epbench_ll_combine": 64}))
-	out, _, code := r.run(d)
+	dir := sassFolder(t)
+	d := sassModule(t, dir, "new", "a_broken", "BROKEN\n")
+	sassModule(t, dir, "new", "b_no_combine", listing(map[string]int{"epbench_ll_dispatch": 5}))
+	sassModule(t, dir, "new", "c_good", listing(map[string]int{"epbench_ll_dispatch": 64, "epbench_ll_combine": 64}))
+	out, _, code := runSassSize(t, dir, d)
 	assert.Equal(t, 1, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 5, out)
@@ -136,37 +133,37 @@ func TestSassSizeReportsAFailedModuleAndGoesOn(t *testing.T) {
 }
 
 func TestSassSizeFailsWhenTheBaseLacksTheModule(t *testing.T) {
-	r := newSassRig(t)
-	d := r.module("new", "x", listing(map[string]int{"epbench_ll_dispatch": 2, "epbench_ll_combine": 2}))
-	b := filepath.Join(r.dir, "emptybase")
+	dir := sassFolder(t)
+	d := sassModule(t, dir, "new", "x", listing(map[string]int{"epbench_ll_dispatch": 2, "epbench_ll_combine": 2}))
+	b := filepath.Join(dir, "emptybase")
 	require.NoError(t, os.MkdirAll(b, 0o755))
-	out, _, code := r.run("-b", b, d)
+	out, _, code := runSassSize(t, dir, "-b", b, d)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "| x | FAIL")
 	assert.Contains(t, out, "| 2 / 2 (0.1 KiB) |")
 }
 
 func TestSassSizeUsage(t *testing.T) {
-	r := newSassRig(t)
-	empty := filepath.Join(r.dir, "empty")
+	dir := sassFolder(t)
+	empty := filepath.Join(dir, "empty")
 	require.NoError(t, os.MkdirAll(empty, 0o755))
 	for _, c := range []struct {
 		args []string
 		msg  string
 	}{
-		{[]string{filepath.Join(r.dir, "missing")}, "no folder"},
+		{[]string{filepath.Join(dir, "missing")}, "no folder"},
 		{[]string{empty}, "no ll_*.ptx"},
-		{[]string{"-b", filepath.Join(r.dir, "missing"), empty}, "no folder"},
+		{[]string{"-b", filepath.Join(dir, "missing"), empty}, "no folder"},
 		{[]string{"-x"}, "unknown option -x"},
 		{[]string{"-b"}, "-b needs a value"},
 	} {
-		out, stderr, code := r.run(c.args...)
+		out, stderr, code := runSassSize(t, dir, c.args...)
 		assert.Equal(t, 2, code, c.args)
 		assert.Empty(t, out, c.args)
 		assert.Contains(t, stderr, c.msg, c.args)
 		assert.Contains(t, stderr, "usage: scripts/sass-size.sh", c.args)
 	}
-	out, _, code := r.run("-h")
+	out, _, code := runSassSize(t, dir, "-h")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "Usage: scripts/sass-size.sh [-b BASE] [DIR] [MODULE...]")
 }
