@@ -99,15 +99,23 @@ else
 	results+=("ptx|nvcc failed|FAIL")
 	status=1
 fi
-# The machine code each module's kernels run, for the record (scripts/sass-size.sh, this CUDA's ptxas): what a
-# launch fetches again from the second level of the instruction caches.
-if command -v "${PTXAS:-ptxas}" >/dev/null && command -v "${CUOBJDUMP:-cuobjdump}" >/dev/null; then
-	if bash scripts/sass-size.sh "$ptxdir" >"$out/sass-size.md" 2>>"$log"; then
-		say "sass-size: each module's dispatch and combine instructions in $out/sass-size.md"
-	else
-		say "sass-size: failed on a module (see $out/sass-size.md)"
-	fi
+# The machine code each module's kernels run, for the record (scripts/sass-size.sh, with the ptxas and cuobjdump
+# beside nvcc): what a launch fetches again from the second level of the instruction caches.
+nvbin=$(dirname "$(command -v "$nvcc" || echo "$nvcc")")
+export PTXAS=${PTXAS:-$nvbin/ptxas} CUOBJDUMP=${CUOBJDUMP:-$nvbin/cuobjdump}
+if ! compgen -G "$ptxdir/ll_*.ptx" >/dev/null; then
+	say "sass-size: no PTX built, not measured"
+elif ! command -v "$PTXAS" >/dev/null || ! command -v "$CUOBJDUMP" >/dev/null; then
+	say "sass-size: no $PTXAS or $CUOBJDUMP (set PTXAS and CUOBJDUMP), not measured"
+else
+	bash scripts/sass-size.sh "$ptxdir" >"$out/sass-size.md" 2>>"$log"
+	sass_rc=$?
 	cat "$out/sass-size.md" >>"$log"
+	if [ $sass_rc = 0 ]; then
+		say "sass-size: each module's entries' instructions in $out/sass-size.md"
+	else
+		say "sass-size: exit $sass_rc (see $out/sass-size.md and $log)"
+	fi
 fi
 
 # Every epbench run below loads the fresh PTX when the committed one differs.

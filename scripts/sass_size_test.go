@@ -22,32 +22,46 @@ while [ $# -gt 1 ]; do
 	case $1 in -o) out=$2; shift ;; esac
 	shift
 done
+[ -f "$1" ] || { echo "ptxas fatal   : Input file missing" >&2; exit 255; }
 if grep -q BROKEN "$1"; then echo "ptxas fatal   : Unsupported .version 9.0" >&2; exit 255; fi
 cp "$1" "$out"
 `
 
-// fakeCuobjdump prints the "cubin", which is the listing itself.
+// fakeCuobjdump prints the "cubin", which is the listing itself; one
+// that contains NOELF fails as cuobjdump does on a file it cannot read.
 const fakeCuobjdump = `#!/bin/sh
 [ "$1" = -sass ] || exit 1
+if grep -q NOELF "$2"; then echo "cuobjdump fatal : Could not open input file" >&2; exit 1; fi
 cat "$2"
 `
 
-// listing is cuobjdump -sass's text for a module whose entries have the
-// given instruction counts, in its layout: a function header, then each
-// instruction on a line that starts with its offset and the second half
-// of its encoding on the next.
+// listing is cuobjdump -sass's text for a module whose entries (short
+// names: dispatch, spread for dispatch_spread, combine) have the given
+// instruction counts, in its layout: a function header, then each
+// instruction on a line that starts with its offset and its text and ends
+// with the first half of its encoding, the second half on the next line;
+// every fifth instruction is printed as cuobjdump prints some, with its
+// encoding only.
 func listing(entries map[string]int) string {
 	var b strings.Builder
 	b.WriteString("\n\tcode for sm_90\n")
-	for _, name := range []string{"epbench_ll_combine", "epbench_ll_dispatch"} {
+	for _, name := range []string{"combine", "dispatch", "spread"} {
 		n, ok := entries[name]
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(&b, "\t\tFunction : %s\n", name)
+		fn := "epbench_ll_" + name
+		if name == "spread" {
+			fn = "epbench_ll_dispatch_spread"
+		}
+		fmt.Fprintf(&b, "\t\tFunction : %s\n", fn)
 		b.WriteString("\t.headerflags    @\"EF_CUDA_SM90 EF_CUDA_PTX_SM(EF_CUDA_SM90)\"\n")
 		for i := 0; i < n; i++ {
-			fmt.Fprintf(&b, "        /*%04x*/                   LDC R1, c[0x0][0x28] ;        /* 0x00000a00ff017b82 */\n", 16*i)
+			if i%5 == 4 {
+				b.WriteString("                                                              /* 0xffffffff71177848 */\n")
+			} else {
+				fmt.Fprintf(&b, "        /*%04x*/                   LDC R1, c[0x0][0x28] ;        /* 0x00000a00ff017b82 */\n", 16*i)
+			}
 			b.WriteString("                                                              /* 0x000e240000000800 */\n")
 		}
 		b.WriteString("\t\t..........\n\n")
@@ -80,8 +94,15 @@ func sassModule(t *testing.T, dir, folder, name, body string) string {
 // stdout, stderr and the exit status.
 func runSassSize(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
+	return runSassSizeEnv(t, dir, nil, args...)
+}
+
+// runSassSizeEnv is runSassSize with env (NAME=VALUE) over the environment.
+func runSassSizeEnv(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command("bash", append([]string{"sass-size.sh"}, args...)...)
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"), "PTXAS=ptxas", "CUOBJDUMP=cuobjdump")
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -97,67 +118,87 @@ func runSassSize(t *testing.T, dir string, args ...string) (string, string, int)
 
 func TestSassSizeCountsEachEntry(t *testing.T) {
 	dir := sassFolder(t)
-	d := sassModule(t, dir, "new", "lines_lines_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 300, "epbench_ll_combine": 212}))
-	sassModule(t, dir, "new", "inline_inline_fp8_ds", listing(map[string]int{"epbench_ll_dispatch": 7, "epbench_ll_combine": 9}))
+	d := sassModule(t, dir, "new", "lines_lines_bf16_rlr", listing(map[string]int{"dispatch": 300, "combine": 212}))
+	sassModule(t, dir, "new", "fenced_fenced_fp8_ds", listing(map[string]int{"dispatch": 7, "spread": 40, "combine": 9}))
+	sassModule(t, dir, "new", "inline_inline_bf16_rm", listing(map[string]int{"spread": 30, "combine": 34}))
 	out, stderr, code := runSassSize(t, dir, d)
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, "| module | dispatch / combine instructions (pair) |\n|---|---|\n"+
-		"| inline_inline_fp8_ds | 7 / 9 (0.2 KiB) |\n"+
-		"| lines_lines_bf16_rlr | 300 / 212 (8.0 KiB) |\n", out)
+	// The larger dispatch entry makes the pair: 40 + 9 and 300 + 212 instructions.
+	assert.Equal(t, "| module | dispatch / spread dispatch / combine instructions (larger dispatch with combine) |\n|---|---|\n"+
+		"| fenced_fenced_fp8_ds | 7 / 40 / 9 (0.8 KiB) |\n"+
+		"| inline_inline_bf16_rm | - / 30 / 34 (1.0 KiB) |\n"+
+		"| lines_lines_bf16_rlr | 300 / - / 212 (8.0 KiB) |\n", out)
 }
 
 func TestSassSizeAgainstABase(t *testing.T) {
 	dir := sassFolder(t)
-	b := sassModule(t, dir, "base", "lines_lines_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 256, "epbench_ll_combine": 128}))
-	d := sassModule(t, dir, "new", "lines_lines_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 320, "epbench_ll_combine": 120}))
-	sassModule(t, dir, "new", "fenced_fenced_bf16_rlr", listing(map[string]int{"epbench_ll_dispatch": 1, "epbench_ll_combine": 1}))
-	// Only the module named is measured.
-	out, stderr, code := runSassSize(t, dir, "-b", b, d, "lines_lines_bf16_rlr")
+	b := sassModule(t, dir, "base", "lines_lines_bf16_rlr", listing(map[string]int{"dispatch": 256, "combine": 128}))
+	sassModule(t, dir, "base", "fenced_fenced_bf16_rlr", listing(map[string]int{"dispatch": 100, "spread": 50, "combine": 10}))
+	d := sassModule(t, dir, "new", "lines_lines_bf16_rlr", listing(map[string]int{"dispatch": 320, "combine": 120}))
+	sassModule(t, dir, "new", "fenced_fenced_bf16_rlr", listing(map[string]int{"dispatch": 90, "spread": 150, "combine": 10}))
+	sassModule(t, dir, "new", "inline_inline_bf16_rlr", listing(map[string]int{"dispatch": 1, "combine": 1}))
+	// Only the modules named are measured, in the order named.
+	out, stderr, code := runSassSize(t, dir, "-b", b, d, "lines_lines_bf16_rlr", "fenced_fenced_bf16_rlr")
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, "| module | base: dispatch / combine (pair) | "+d+": dispatch / combine (pair) | difference |\n|---|---|---|---|\n"+
-		"| lines_lines_bf16_rlr | 256 / 128 (6.0 KiB) | 320 / 120 (6.9 KiB) | +64 / -8 (+0.9 KiB) |\n", out)
+	assert.Equal(t, "| module | BASE "+b+" | "+d+" | difference |\n|---|---|---|---|\n"+
+		"| lines_lines_bf16_rlr | 256 / - / 128 (6.0 KiB) | 320 / - / 120 (6.9 KiB) | +64 / +0 / -8 (+0.9 KiB) |\n"+
+		"| fenced_fenced_bf16_rlr | 100 / 50 / 10 (1.7 KiB) | 90 / 150 / 10 (2.5 KiB) | -10 / +100 / +0 (+0.8 KiB) |\n", out)
 }
 
 func TestSassSizeReportsAFailedModuleAndGoesOn(t *testing.T) {
 	dir := sassFolder(t)
 	d := sassModule(t, dir, "new", "a_broken", "BROKEN\n")
-	sassModule(t, dir, "new", "b_no_combine", listing(map[string]int{"epbench_ll_dispatch": 5}))
-	sassModule(t, dir, "new", "c_good", listing(map[string]int{"epbench_ll_dispatch": 64, "epbench_ll_combine": 64}))
+	sassModule(t, dir, "new", "b_no_combine", listing(map[string]int{"dispatch": 5}))
+	sassModule(t, dir, "new", "c_unreadable", "NOELF\n")
+	sassModule(t, dir, "new", "d_good", listing(map[string]int{"dispatch": 64, "combine": 64}))
 	out, _, code := runSassSize(t, dir, d)
 	assert.Equal(t, 1, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 5, out)
+	require.Len(t, lines, 6, out)
 	assert.Equal(t, "| a_broken | FAIL: ptxas fatal   : Unsupported .version 9.0  |", lines[2])
-	assert.True(t, strings.HasPrefix(lines[3], "| b_no_combine | FAIL"), lines[3])
-	assert.Equal(t, "| c_good | 64 / 64 (2.0 KiB) |", lines[4])
+	assert.Equal(t, "| b_no_combine | FAIL: no dispatch entry or no epbench_ll_combine in the listing  |", lines[3])
+	assert.Equal(t, "| c_unreadable | FAIL: cuobjdump fatal : Could not open input file  |", lines[4])
+	assert.Equal(t, "| d_good | 64 / - / 64 (2.0 KiB) |", lines[5])
 }
 
-func TestSassSizeFailsWhenTheBaseLacksTheModule(t *testing.T) {
+func TestSassSizeFailsInTheColumnOfTheBuildThatFailed(t *testing.T) {
 	dir := sassFolder(t)
-	d := sassModule(t, dir, "new", "x", listing(map[string]int{"epbench_ll_dispatch": 2, "epbench_ll_combine": 2}))
-	b := filepath.Join(dir, "emptybase")
-	require.NoError(t, os.MkdirAll(b, 0o755))
+	good := listing(map[string]int{"dispatch": 2, "combine": 2})
+	d := sassModule(t, dir, "new", "x", good)
+	sassModule(t, dir, "new", "y", "BROKEN\n")
+	b := sassModule(t, dir, "base", "y", good)
 	out, _, code := runSassSize(t, dir, "-b", b, d)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, out, "| x | FAIL")
-	assert.Contains(t, out, "| 2 / 2 (0.1 KiB) |")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 4, out)
+	// x is missing from the base; y fails in the new build.
+	assert.Equal(t, "| x | FAIL: ptxas fatal   : Input file missing  | 2 / - / 2 (0.1 KiB) | |", lines[2])
+	assert.Equal(t, "| y | | FAIL: ptxas fatal   : Unsupported .version 9.0  | |", lines[3])
 }
 
 func TestSassSizeUsage(t *testing.T) {
 	dir := sassFolder(t)
 	empty := filepath.Join(dir, "empty")
 	require.NoError(t, os.MkdirAll(empty, 0o755))
+	d := sassModule(t, dir, "new", "x", listing(map[string]int{"dispatch": 2, "combine": 2}))
 	for _, c := range []struct {
 		args []string
+		env  string
 		msg  string
 	}{
-		{[]string{filepath.Join(dir, "missing")}, "no folder"},
-		{[]string{empty}, "no ll_*.ptx"},
-		{[]string{"-b", filepath.Join(dir, "missing"), empty}, "no folder"},
-		{[]string{"-x"}, "unknown option -x"},
-		{[]string{"-b"}, "-b needs a value"},
+		{[]string{filepath.Join(dir, "missing")}, "", "no folder"},
+		{[]string{empty}, "", "no ll_*.ptx"},
+		{[]string{"-b", filepath.Join(dir, "missing"), empty}, "", "no folder"},
+		{[]string{d, "y"}, "", "no module y in " + d},
+		{[]string{d}, "PTXAS=noptxas", "no noptxas (set PTXAS and CUOBJDUMP)"},
+		{[]string{"-x"}, "", "unknown option -x"},
+		{[]string{"-b"}, "", "-b needs a value"},
 	} {
-		out, stderr, code := runSassSize(t, dir, c.args...)
+		var env []string
+		if c.env != "" {
+			env = []string{c.env}
+		}
+		out, stderr, code := runSassSizeEnv(t, dir, env, c.args...)
 		assert.Equal(t, 2, code, c.args)
 		assert.Empty(t, out, c.args)
 		assert.Contains(t, stderr, c.msg, c.args)
@@ -166,4 +207,15 @@ func TestSassSizeUsage(t *testing.T) {
 	out, _, code := runSassSize(t, dir, "-h")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "Usage: scripts/sass-size.sh [-b BASE] [DIR] [MODULE...]")
+}
+
+func TestSassSizeLeavesNoTemporaryFiles(t *testing.T) {
+	dir := sassFolder(t)
+	d := sassModule(t, dir, "new", "x", listing(map[string]int{"dispatch": 2, "combine": 2}))
+	tmp := t.TempDir()
+	_, stderr, code := runSassSizeEnv(t, dir, []string{"TMPDIR=" + tmp}, d)
+	require.Equal(t, 0, code, stderr)
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left)
 }
