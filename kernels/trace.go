@@ -82,14 +82,14 @@ func TraceSpan(raw []byte, grid int) (start, end uint64) {
 
 // TraceBlocks prints, for each phase, whether the same blocks reach it late
 // call after call: over the calls in slots (each a call's stamps, grid
-// blocks), the spread between a call's earliest and latest block (average
-// over the calls), the range of the blocks' mean times (since their call's
-// start), the correlation of the blocks' means over the first and the second
-// half of the calls (near 1: a block's lateness is its own, as an SM's
-// position would make it; near 0: it changes from call to call), the same
-// over the later half of the blocks alone, and the blocks latest on average. Only blocks that reached the phase in every call
-// count; a phase with fewer than two such blocks, or fewer than two calls, is
-// left out.
+// blocks), the spread between a call's earliest and latest block (average over
+// the calls), the range of the blocks' mean times (since their call's start),
+// the correlation of the blocks' means over the first and the second half of
+// the calls (near 1: a block's lateness is its own, as an SM's position would
+// make it; near 0: it changes from call to call), the same over the later half
+// of the blocks alone, and the blocks latest on average. Only blocks that
+// reached the phase in every call count; a phase with fewer than two such
+// blocks, or fewer than two calls, is left out.
 func TraceBlocks(w io.Writer, rank int, kernel string, phases []string, slots [][]byte, grid int) {
 	if len(slots) < 2 {
 		return

@@ -297,8 +297,8 @@ pair_floors() {
 		END { flush() }'
 }
 
-# 2. Micro-benchmarks, what a launch pays for cold code (docs/PERF.md,
-# kernels v39) and whether late blocks are late for their SM (docs/PERF.md,
+# 2. Micro-benchmarks, what a launch pays for code another kernel's code
+# evicted (docs/PERF.md, kernels v39) and whether late blocks are late for their SM (docs/PERF.md,
 # "Late SMs"); with Nsight Compute at hand, also the local pair's
 # floors per kernel (docs/PERF.md, kernels v23): 100 of each, timed by the
 # profiler without touching clocks or caches.

@@ -195,13 +195,13 @@ __global__ void echo(const uint4* data, size_t per, const uint64_t* my_flag, uin
 }
 
 // Instruction fetch (`microbench icache`): straight-line code of kSteps
-// unrolled steps (about ten instructions each, constants unique to the
-// seed S, so two seeds are two bodies of code), run `reps` (at most 3) times
-// in one launch, the same code each time; thread 0 of each block records the SM clock before each pass and
-// after the last. A first pass slower than the second is the fetch of cold
-// code; whether it is cold at the next launch of the same kernel, or after
-// another kernel, tells whether the SMs' instruction caches keep a kernel's
-// code from one launch to the next.
+// unrolled steps (about ten instructions each, constants unique to the seed S,
+// so two seeds are two bodies of code), run `reps` (at most 3) times in one
+// launch, the same code each time; thread 0 of each block records the SM clock
+// before each pass and after the last. A first pass slower than the second is
+// the fetch of cold code; whether it is cold at the next launch of the same
+// kernel, or after another kernel, tells whether the SMs' instruction caches
+// keep a kernel's code from one launch to the next.
 template <int kSteps, uint32_t S>
 __device__ __forceinline__ void code_body(long long* clocks, int reps, uint32_t seed) {
     uint32_t a0 = seed ^ threadIdx.x, a1 = a0 * 3u, a2 = a0 * 5u, a3 = a0 * 7u;
@@ -281,12 +281,11 @@ static float time_kernel_ms(cudaStream_t s, void (*launch)(cudaStream_t), int re
     CK(cudaEventCreate(&b));
     launch(s);
     CK(cudaStreamSynchronize(s));
-    CK(cudaEventRecord(a, s));
-    for (int i = 0; i < reps; i++) launch(s);
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
+    const float ms = event_ms(s, a, b, [&] {
+        for (int i = 0; i < reps; i++) launch(s);
+    });
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
     return ms / reps;
 }
 
