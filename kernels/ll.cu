@@ -89,12 +89,21 @@ constexpr int kMaxRecvVecPerThread = (16384 / 8 + kThreads - kWarp - 1) / (kThre
 __device__ __forceinline__ void workers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kWorkers) : "memory"); }
 
 // The tokens of this rank that block b sends: [t0, t1), contiguous ranges
-// over min(grid, T) blocks (empty for the others).
+// over min(grid, T) blocks (empty for the others). Where the grid holds the
+// tokens (T <= grid: the defaults, one token), block b takes token b and
+// nothing is divided; else 32-bit arithmetic suffices, T being at most
+// config.MaxTokens (4096), so (b + 1) * T < grid * T < 2^24. The division
+// stood in every dispatch's path to its first barrier (docs/PERF.md, kernels
+// v42).
 __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
-    const int ns = min((int)gridDim.x, T);
-    const int b = blockIdx.x;
-    t0 = b < ns ? (int)((int64_t)b * T / ns) : T;
-    t1 = b < ns ? (int)((int64_t)(b + 1) * T / ns) : T;
+    const unsigned b = blockIdx.x, g = gridDim.x, n = (unsigned)T;
+    if (n <= g) {
+        t0 = (int)min(b, n);
+        t1 = (int)min(b + 1, n);
+    } else {
+        t0 = (int)(b * n / g);
+        t1 = (int)((b + 1) * n / g);
+    }
 }
 
 // A selection's expert id from topk_idx, -1 (none) outside [0, E) (one
