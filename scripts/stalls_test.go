@@ -1,0 +1,164 @@
+package scripts
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// srcRow is one SASS instruction of Nsight Compute's source page: its
+// text, how many warps executed it, and its warp samples by stall reason
+// (the reasons' names without the stall_ prefix).
+type srcRow struct {
+	sass    string
+	execd   int
+	stalled map[string]int
+}
+
+// stallReasons are the per-reason columns the fixture's header carries, in
+// ncu's order; each also comes as a "(Not Issued)" column, which the
+// script must ignore (the fixture fills those with a large number).
+var stallReasons = []string{"barrier", "imc", "long_sb", "no_inst", "wait"}
+
+// ncuSource is `ncu --page source --csv --print-source sass` for one
+// kernel: every field quoted, a kernel name row, a header, one row per
+// instruction.
+func ncuSource(kernel string, rows []srcRow) string {
+	q := func(fields ...string) string { return `"` + strings.Join(fields, `","`) + `"` + "\n" }
+	header := []string{"Address", "Source", "Warp Stall Sampling (All Samples)", "Warp Stall Sampling (Not-issued Samples)",
+		"# Samples", "Instructions Executed", "Address Space"}
+	for _, r := range stallReasons {
+		header = append(header, "stall_"+r)
+	}
+	for _, r := range stallReasons {
+		header = append(header, "stall_"+r+" (Not Issued)")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\"Kernel Name\",\"%s\",\n", kernel)
+	b.WriteString(q(header...))
+	for i, r := range rows {
+		all := 0
+		for _, n := range r.stalled {
+			all += n
+		}
+		f := []string{fmt.Sprintf("0x7f00%04x", 16*i), r.sass, fmt.Sprint(all), "", fmt.Sprint(all), fmt.Sprint(r.execd), "Generic"}
+		for _, name := range stallReasons {
+			f = append(f, fmt.Sprint(r.stalled[name]))
+		}
+		for range stallReasons {
+			f = append(f, "999")
+		}
+		b.WriteString(q(f...))
+	}
+	return b.String()
+}
+
+// dispatchRows: 64 warps; a barrier never executed (a branch around it)
+// before the first executed one, a constant read that waits, an
+// instruction executed twice per warp, and one past the barrier that
+// waits on the constant cache too (not on the path to the barrier).
+var dispatchRows = []srcRow{
+	{"LDC R1, c[0x0][0x28]", 64, map[string]int{"no_inst": 10}},
+	{"ULDC UR4, c[0x0][0x328]", 64, map[string]int{"imc": 28, "wait": 2}},
+	{"@!P0 BAR.SYNC 0x0", 0, nil},
+	{"IADD3 R0, R1, R2, RZ", 128, map[string]int{"wait": 20}},
+	{"BAR.SYNC.DEFER_BLOCKING 0x0", 64, map[string]int{"barrier": 40}},
+	{"LDG.E R2, desc[UR4][R2.64]", 64, map[string]int{"long_sb": 90, "imc": 10}},
+}
+
+func writeCSV(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	return p
+}
+
+func runStalls(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{"stalls.sh"}, args...)...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestStallsSummarizesAKernelAndItsPathToTheFirstBarrier(t *testing.T) {
+	f := writeCSV(t, t.TempDir(), "disp.csv", ncuSource("epbench_ll_dispatch", dispatchRows))
+	out, stderr, code := runStalls(t, f)
+	require.Equal(t, 0, code, stderr)
+	// 200 samples; the path to the barrier is rows 0-4: (64+64+0+128+64)/64
+	// = 5 instructions a warp, 100 samples.
+	assert.Equal(t, f+": epbench_ll_dispatch: 200 samples, 64 warps\n"+
+		"  all: long_sb 45.0 %, barrier 20.0 %, imc 19.0 %, wait 11.0 %, no_inst 5.0 %\n"+
+		"  to the first barrier (instruction 4): 5 instructions a warp, 50.0 % of the samples: barrier 40.0 %, imc 28.0 %, wait 22.0 %, no_inst 10.0 %\n"+
+		"  constant-cache waits there: c[0x0][0x328] 28\n", out)
+}
+
+func TestStallsReadsEveryKernelAndKeepsTheLargestReasons(t *testing.T) {
+	noBarrier := []srcRow{
+		{"ULDC UR4, c[0x0][0x2f0]", 32, map[string]int{"imc": 5, "wait": 5}},
+		{"EXIT", 32, map[string]int{"no_inst": 10}},
+	}
+	body := ncuSource("epbench_ll_dispatch", dispatchRows) + ncuSource("epbench_ll_combine", noBarrier)
+	f := writeCSV(t, t.TempDir(), "both.csv", body)
+	out, stderr, code := runStalls(t, "-n", "2", f)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, f+": epbench_ll_dispatch: 200 samples, 64 warps\n"+
+		"  all: long_sb 45.0 %, barrier 20.0 %\n"+
+		"  to the first barrier (instruction 4): 5 instructions a warp, 50.0 % of the samples: barrier 40.0 %, imc 28.0 %\n"+
+		"  constant-cache waits there: c[0x0][0x328] 28\n"+
+		f+": epbench_ll_combine: 20 samples, 32 warps\n"+
+		// Equal shares in the reasons' names' order.
+		"  all: no_inst 50.0 %, imc 25.0 %\n"+
+		"  no barrier executed\n", out)
+}
+
+func TestStallsReportsAFileItCannotReadAndGoesOn(t *testing.T) {
+	dir := t.TempDir()
+	good := writeCSV(t, dir, "good.csv", ncuSource("epbench_ll_combine", dispatchRows))
+	plain := writeCSV(t, dir, "plain.csv", "\"Kernel Name\",\"epbench_ll_dispatch\",\n\"Address\",\"Source\",\"Instructions Executed\"\n\"0x0\",\"EXIT\",\"1\"\n")
+	notCSV := writeCSV(t, dir, "log.txt", "==PROF== Disconnected\n")
+	out, stderr, code := runStalls(t, filepath.Join(dir, "missing.csv"), plain, notCSV, good)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "stalls: "+filepath.Join(dir, "missing.csv")+": cannot read it\n")
+	assert.Contains(t, stderr, "stalls: "+plain+": kernel epbench_ll_dispatch: the source page lacks the sampling columns (--section SourceCounters)\n")
+	assert.Contains(t, stderr, "stalls: "+notCSV+": no kernel in it (ncu --page source --csv)\n")
+	assert.Equal(t, 3, strings.Count(stderr, "\n"), stderr)
+	assert.True(t, strings.HasPrefix(out, good+": epbench_ll_combine: 200 samples, 64 warps\n"), out)
+	assert.Equal(t, 4, strings.Count(out, "\n"), out)
+}
+
+func TestStallsUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{nil, "no CSV named"},
+		{[]string{"-n", "0", "x.csv"}, "-n takes a positive count, got '0'"},
+		{[]string{"-n"}, "-n needs a value"},
+		{[]string{"-x"}, "unknown option -x"},
+	} {
+		out, stderr, code := runStalls(t, c.args...)
+		assert.Equal(t, 2, code, c.args)
+		assert.Empty(t, out, c.args)
+		assert.Equal(t, "stalls: "+c.msg+"\nusage: scripts/stalls.sh [-n TOP] CSV...\n", stderr, c.args)
+	}
+	out, _, code := runStalls(t, "-h")
+	assert.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(out, "Summarizes Nsight Compute's per-instruction warp-stall sampling"), out)
+	assert.Contains(t, out, "Exit 0, 1 when a file is not such a CSV")
+}
