@@ -320,12 +320,12 @@ if [ -f scripts/microbench.cu ]; then
 			# kernels v42): every warp sampled, one launch of each kernel,
 			# summarized by scripts/stalls.sh (the shares count, not the times).
 			for k in dispatch combine; do
-				if timeout -k 5 120 mpirun "${root[@]}" -np 1 ncu --section SourceCounters --warp-sampling-interval 0 \
-					-k regex:"epbench_ll_$k\$" --launch-skip 20 --launch-count 1 -f -o "$ptxdir/stalls_$k" \
-					bin/epbench --no-kernel-timing -w 3 -i 30 "${ptx_args[@]}" >>"$log" 2>&1 &&
-					ncu --import "$ptxdir/stalls_$k.ncu-rep" --page source --csv --print-source sass \
-						>"$ptxdir/stalls_$k.csv" 2>>"$log"; then
-					bash scripts/stalls.sh "$ptxdir/stalls_$k.csv" 2>&1 | tee -a "$log"
+				if timeout -k 5 120 mpirun "${root[@]}" -np 1 ncu --section SourceCounters --section WarpStateStats \
+					--warp-sampling-interval 0 -k regex:"epbench_ll_$k\$" --launch-skip 20 --launch-count 1 -f \
+					-o "$ptxdir/stalls_$k" bin/epbench --no-kernel-timing -w 3 -i 30 "${ptx_args[@]}" >>"$log" 2>&1 &&
+					timeout -k 5 120 ncu --import "$ptxdir/stalls_$k.ncu-rep" --page source --csv --print-source sass \
+						>"$out/stalls_$k.csv" 2>>"$log"; then
+					bash scripts/stalls.sh "$out/stalls_$k.csv" 2>&1 | tee -a "$log"
 				else
 					say "stalls $k: ncu failed (see $log)"
 				fi

@@ -30,8 +30,8 @@ shift $((OPTIND - 1))
 
 status=0
 for f in "$@"; do
-	if [ ! -r "$f" ]; then
-		echo "stalls: $f: cannot read it" >&2
+	if [ ! -f "$f" ] || [ ! -r "$f" ]; then
+		echo "stalls: $f: not a readable file" >&2
 		status=1
 		continue
 	fi
@@ -57,7 +57,7 @@ for f in "$@"; do
 	}
 	function report() {
 		if (kernel == "") return
-		if (!rows) { printf "%s: kernel %s: no instructions\n", file, kernel; bad = 1; return }
+		if (!rows) { printf "stalls: %s: kernel %s: no instructions under its header\n", file, kernel > "/dev/stderr"; bad = 1; return }
 		printf "%s: %s: %d samples, %d warps\n", file, kernel, all, warps
 		printf "  all: %s\n", shares(R, all)
 		if (bar < 0) { print "  no barrier executed"; return }
@@ -67,6 +67,7 @@ for f in "$@"; do
 	}
 	function reset() { delete col; delete R; delete P; rows = 0; all = 0; pall = 0; pex = 0; warps = 0; bar = -1; imc = ""; inbody = 0 }
 	BEGIN { kernel = ""; reset() }
+	{ sub(/\r$/, "") }
 	clean($1) == "Kernel Name" { report(); kernel = clean($2); seen = 1; reset(); next }
 	kernel != "" && !inbody && clean($1) == "Address" {
 		for (i = 1; i <= NF; i++) col[clean($i)] = i
@@ -76,7 +77,15 @@ for f in "$@"; do
 		}
 		nr = 0
 		for (c in col) if (c ~ /^stall_/ && c !~ /Not Issued/) reason[++nr] = c
+		if (!nr) {
+			printf "stalls: %s: kernel %s: the source page has no stall_* columns (--section SourceCounters)\n", file, kernel > "/dev/stderr"
+			bad = 1; kernel = ""; next
+		}
 		inbody = 1; next
+	}
+	inbody && clean($1) == "Address" {
+		printf "stalls: %s: kernel %s: a second header under one kernel name; not summarized\n", file, kernel > "/dev/stderr"
+		bad = 1; kernel = ""; inbody = 0; next
 	}
 	inbody {
 		src = clean($(col["Source"])); s = num($(col["Warp Stall Sampling (All Samples)"])); ex = num($(col["Instructions Executed"]))

@@ -48,7 +48,9 @@ func ncuSource(kernel string, rows []srcRow) string {
 		for _, n := range r.stalled {
 			all += n
 		}
-		f := []string{fmt.Sprintf("0x7f00%04x", 16*i), r.sass, fmt.Sprint(all), "", fmt.Sprint(all), fmt.Sprint(r.execd), "Generic"}
+		// "# Samples" differs from the stall samples' sum, so that reading
+		// the wrong column shows.
+		f := []string{fmt.Sprintf("0x7f00%04x", 16*i), r.sass, fmt.Sprint(all), "", fmt.Sprint(all + 1), fmt.Sprint(r.execd), "Generic"}
 		for _, name := range stallReasons {
 			f = append(f, fmt.Sprint(r.stalled[name]))
 		}
@@ -134,7 +136,7 @@ func TestStallsReportsAFileItCannotReadAndGoesOn(t *testing.T) {
 	notCSV := writeCSV(t, dir, "log.txt", "==PROF== Disconnected\n")
 	out, stderr, code := runStalls(t, filepath.Join(dir, "missing.csv"), plain, notCSV, good)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "stalls: "+filepath.Join(dir, "missing.csv")+": cannot read it\n")
+	assert.Contains(t, stderr, "stalls: "+filepath.Join(dir, "missing.csv")+": not a readable file\n")
 	assert.Contains(t, stderr, "stalls: "+plain+": kernel epbench_ll_dispatch: the source page lacks the sampling columns (--section SourceCounters)\n")
 	assert.Contains(t, stderr, "stalls: "+notCSV+": no kernel in it (ncu --page source --csv)\n")
 	assert.Equal(t, 3, strings.Count(stderr, "\n"), stderr)
@@ -161,4 +163,44 @@ func TestStallsUsage(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.True(t, strings.HasPrefix(out, "Summarizes Nsight Compute's per-instruction warp-stall sampling"), out)
 	assert.Contains(t, out, "Exit 0, 1 when a file is not such a CSV")
+}
+
+func TestStallsReadsWindowsLineEnds(t *testing.T) {
+	dir := t.TempDir()
+	lf := ncuSource("epbench_ll_dispatch", dispatchRows)
+	f := writeCSV(t, dir, "disp.csv", lf)
+	g := writeCSV(t, dir, "crlf.csv", strings.ReplaceAll(lf, "\n", "\r\n"))
+	want, _, code := runStalls(t, f)
+	require.Equal(t, 0, code)
+	got, stderr, code := runStalls(t, g)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, strings.ReplaceAll(want, f, g), got)
+}
+
+func TestStallsRefusesWhatItCannotSummarizeRightly(t *testing.T) {
+	dir := t.TempDir()
+	full := ncuSource("epbench_ll_dispatch", dispatchRows)
+	lines := strings.SplitAfter(full, "\n")
+	header := lines[1]
+	// The same header again under one kernel name: the rows after it would
+	// be added to the kernel's as if they were one block.
+	twice := writeCSV(t, dir, "twice.csv", strings.Join(lines[:4], "")+header+strings.Join(lines[4:], ""))
+	// Sampling columns without the per-reason ones: shares of nothing.
+	noReasons := writeCSV(t, dir, "noreasons.csv", "\"Kernel Name\",\"k\",\n"+
+		"\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\",\"Instructions Executed\"\n\"0x0\",\"EXIT\",\"5\",\"1\"\n")
+	// A header and no instruction under it.
+	empty := writeCSV(t, dir, "empty.csv", lines[0]+header)
+	for _, c := range []struct {
+		file, msg string
+	}{
+		{twice, "kernel epbench_ll_dispatch: a second header under one kernel name; not summarized"},
+		{noReasons, "kernel k: the source page has no stall_* columns (--section SourceCounters)"},
+		{empty, "kernel epbench_ll_dispatch: no instructions under its header"},
+		{dir, "not a readable file"},
+	} {
+		out, stderr, code := runStalls(t, c.file)
+		assert.Equal(t, 1, code, c.file)
+		assert.Empty(t, out, c.file)
+		assert.Equal(t, "stalls: "+c.file+": "+c.msg+"\n", stderr, c.file)
+	}
 }
