@@ -100,9 +100,16 @@ func runSassSize(t *testing.T, dir string, args ...string) (string, string, int)
 // runSassSizeEnv is runSassSize with env (NAME=VALUE) over the environment.
 func runSassSizeEnv(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command("bash", append([]string{"sass-size.sh"}, args...)...)
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"), "PTXAS=ptxas", "CUOBJDUMP=cuobjdump")
-	cmd.Env = append(cmd.Env, env...)
+	env = append([]string{"PATH=" + filepath.Join(dir, "bin") + ":" + os.Getenv("PATH"), "PTXAS=ptxas", "CUOBJDUMP=cuobjdump"}, env...)
+	return runScript(t, env, "sass-size.sh", args...)
+}
+
+// runScript runs bash SCRIPT ARGS in this folder with env (NAME=VALUE)
+// over the environment: its stdout, its stderr and its exit code.
+func runScript(t *testing.T, env []string, script string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -1,10 +1,8 @@
 package scripts
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,18 +82,7 @@ func writeCSV(t *testing.T, dir, name, body string) string {
 
 func runStalls(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command("bash", append([]string{"stalls.sh"}, args...)...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return out.String(), errb.String(), code
+	return runScript(t, nil, "stalls.sh", args...)
 }
 
 func TestStallsSummarizesAKernelAndItsPathToTheFirstBarrier(t *testing.T) {
