@@ -343,3 +343,12 @@ func TestSymLayoutSetArgs(t *testing.T) {
 		t.Errorf("%+v", a)
 	}
 }
+
+// token_range (ll.cu) splits a rank's tokens over the grid in 32-bit
+// arithmetic: with more tokens than blocks, (b + 1) * T <= T * T must fit in
+// an unsigned 32-bit word, which holds while the largest -t does.
+func TestTokenRangeProductsFit32Bits(t *testing.T) {
+	if uint64(config.MaxTokens)*uint64(config.MaxTokens) >= 1<<32 {
+		t.Fatalf("config.MaxTokens = %d: T * T overflows token_range's 32-bit products in ll.cu; divide in 64 bits there first", config.MaxTokens)
+	}
+}
