@@ -17,6 +17,10 @@
 #include <cmath>
 #include <cuda_runtime.h>
 
+// icache and balance keep per-block (per-SM) records in arrays of this size;
+// main refuses a GPU with more SMs.
+constexpr int kMaxSMs = 1024;
+
 #define CK(x)                                                                       \
     do {                                                                            \
         cudaError_t e_ = (x);                                                       \
@@ -349,11 +353,11 @@ static int balance(int sms) {
     CK(cudaMalloc(&buf, per * sms * sizeof(uint4)));
     CK(cudaMemset(buf, 1, per * sms * sizeof(uint4)));
     CK(cudaMalloc(&rec, 3 * sms * sizeof(uint64_t)));
-    const int n = 40, maxsm = 1024;
-    uint64_t h[3 * 1024];
+    const int n = 40;
+    uint64_t h[3 * kMaxSMs];
     for (int read = 0; read < 2; read++) {
-        static double by_sm[2][1024], by_region[2][1024];
-        static int sm_n[2][1024];
+        static double by_sm[2][kMaxSMs], by_region[2][kMaxSMs];
+        static int sm_n[2][kMaxSMs];
         memset(by_sm, 0, sizeof by_sm);
         memset(by_region, 0, sizeof by_region);
         memset(sm_n, 0, sizeof sm_n);
@@ -371,7 +375,7 @@ static int balance(int sms) {
                 for (int b = 0; b < sms; b++) t0 = h[3 * b + 1] < t0 ? h[3 * b + 1] : t0;
                 for (int b = 0; b < sms; b++) {
                     const double us = (h[3 * b + 2] - t0) / 1e3;
-                    const int sm = (int)h[3 * b] % maxsm;
+                    const int sm = (int)h[3 * b] % kMaxSMs;
                     by_sm[c][sm] += us / n;
                     sm_n[c][sm]++;
                     by_region[c][(b + shift) % sms] += us / n;
@@ -383,9 +387,9 @@ static int balance(int sms) {
             }
         }
         // SMs that ran exactly one block per launch in both arrangements.
-        double xs[1024], ys[1024];
+        double xs[kMaxSMs], ys[kMaxSMs];
         int m = 0;
-        for (int sm = 0; sm < maxsm; sm++)
+        for (int sm = 0; sm < kMaxSMs; sm++)
             if (sm_n[0][sm] == n && sm_n[1][sm] == n) xs[m] = by_sm[0][sm], ys[m] = by_sm[1][sm], m++;
         const double r_sm = pearson(xs, ys, m), r_region = pearson(by_region[0], by_region[1], sms);
         double lo = 1e9, top = 0;
@@ -404,7 +408,7 @@ static int balance(int sms) {
 template <typename B, typename A>
 static void icache_runs(int sms, long long* clocks, const char* what, B before, A launch_a) {
     const int n = 20;
-    long long h[4 * 1024];
+    long long h[4 * kMaxSMs];
     double p0 = 0, p1 = 0, p2 = 0;
     for (int r = 0; r <= n; r++) {
         before();
@@ -490,8 +494,8 @@ int main(int argc, char** argv) {
     const size_t bytes = 256ull << 20;
     g_n = bytes / sizeof(uint4);
     printf("microbench: %d GPU(s), %d SMs\n", n, sms);
-    if (sms > 1024) {  // icache and balance keep per-block records in arrays of 1024
-        fprintf(stderr, "microbench: %d SMs, at most 1024 supported\n", sms);
+    if (sms > kMaxSMs) {
+        fprintf(stderr, "microbench: %d SMs, at most %d supported\n", sms, kMaxSMs);
         return 1;
     }
     if (pair_only) return pair(sms);
