@@ -3,8 +3,8 @@
 # `make gpu-tests` on a machine with Go; copy bin/ along with the tree):
 #   1. compiles the PTX with nvcc and fails if it differs from the committed PTX;
 #   2. micro-benchmarks (NVLink store bandwidth, cross-GPU flag round trip;
-#      with ncu, the local pair's floors per kernel and what the defaults'
-#      LL pair waits on, per instruction: scripts/stalls.sh);
+#      with ncu, the local pair's floors per kernel); with ncu, what the
+#      defaults' LL pair waits on, per instruction (scripts/stalls.sh);
 #   3. `epbench devices`, then each validated run under `timeout -k`;
 #   4. prints a short table last.
 # With --mps it runs only the section for ranks that share one GPU under MPS
@@ -316,24 +316,28 @@ if [ -f scripts/microbench.cu ]; then
 			else
 				say "pair floors: ncu failed (see $log)"
 			fi
-			# What the defaults' pair waits on, per instruction (docs/PERF.md,
-			# kernels v42): every warp sampled, one launch of each kernel,
-			# summarized by scripts/stalls.sh (the shares count, not the times).
-			for k in dispatch combine; do
-				if timeout -k 5 120 mpirun "${root[@]}" -np 1 ncu --section SourceCounters --section WarpStateStats \
-					--warp-sampling-interval 0 -k regex:"epbench_ll_$k\$" --launch-skip 20 --launch-count 1 -f \
-					-o "$ptxdir/stalls_$k" bin/epbench --no-kernel-timing -w 3 -i 30 "${ptx_args[@]}" >>"$log" 2>&1 &&
-					timeout -k 5 120 ncu --import "$ptxdir/stalls_$k.ncu-rep" --page source --csv --print-source sass \
-						>"$out/stalls_$k.csv" 2>>"$log"; then
-					bash scripts/stalls.sh "$out/stalls_$k.csv" 2>&1 | tee -a "$log"
-				else
-					say "stalls $k: ncu failed (see $log)"
-				fi
-			done
 		fi
 	else
 		say "microbench: build failed"
 	fi
+fi
+
+# What the defaults' LL pair waits on, per instruction (docs/PERF.md, kernels
+# v42), where Nsight Compute is at hand: every warp sampled, one launch of
+# each kernel, summarized by scripts/stalls.sh (the shares count, not the
+# times); the CSVs stay in the output folder.
+if command -v ncu >/dev/null 2>&1; then
+	for k in dispatch combine; do
+		if timeout -k 5 120 mpirun "${root[@]}" -np 1 ncu --section SourceCounters --section WarpStateStats \
+			--warp-sampling-interval 0 -k regex:"epbench_ll_$k\$" --launch-skip 20 --launch-count 1 -f \
+			-o "$ptxdir/stalls_$k" bin/epbench --no-kernel-timing -w 3 -i 30 "${ptx_args[@]}" >>"$log" 2>&1 &&
+			timeout -k 5 120 ncu --import "$ptxdir/stalls_$k.ncu-rep" --page source --csv --print-source sass \
+				>"$out/stalls_$k.csv" 2>>"$log"; then
+			bash scripts/stalls.sh "$out/stalls_$k.csv" 2>&1 | tee -a "$log"
+		else
+			say "stalls $k: ncu failed (see $log)"
+		fi
+	done
 fi
 
 run() { # name timeout-seconds np args...

@@ -38,7 +38,7 @@ for f in "$@"; do
 	# ncu quotes every field, and SASS text holds commas but never '","', so
 	# the fields split on that; the first and last keep a quote (and the
 	# kernel name row a trailing comma), trimmed below.
-	awk -F '","' -v top="$top" -v file="$f" '
+	awk -F '","' -v top="$top" '
 	function clean(s) { gsub(/^"|",?$|"$/, "", s); return s }
 	function num(s) { s = clean(s); return s == "" ? 0 : s + 0 }
 	function pct(a, b) { return b > 0 ? sprintf("%.1f", 100 * a / b) : "0.0" }
@@ -57,8 +57,8 @@ for f in "$@"; do
 	}
 	function report() {
 		if (kernel == "") return
-		if (!rows) { printf "stalls: %s: kernel %s: no instructions under its header\n", file, kernel > "/dev/stderr"; bad = 1; return }
-		printf "%s: %s: %d samples, %d warps\n", file, kernel, all, warps
+		if (!rows) { printf "stalls: %s: kernel %s: no instructions under its header\n", FILENAME, kernel > "/dev/stderr"; bad = 1; return }
+		printf "%s: %s: %d samples, %d warps\n", FILENAME, kernel, all, warps
 		printf "  all: %s\n", shares(R, all)
 		if (bar < 0) { print "  no barrier executed"; return }
 		printf "  to the first barrier (instruction %d): %.0f instructions a warp, %s %% of the samples: %s\n", \
@@ -72,19 +72,19 @@ for f in "$@"; do
 	kernel != "" && !inbody && clean($1) == "Address" {
 		for (i = 1; i <= NF; i++) col[clean($i)] = i
 		if (!("Source" in col) || !("Warp Stall Sampling (All Samples)" in col) || !("Instructions Executed" in col)) {
-			printf "stalls: %s: kernel %s: the source page lacks the sampling columns (--section SourceCounters)\n", file, kernel > "/dev/stderr"
+			printf "stalls: %s: kernel %s: the source page lacks the sampling columns (--section SourceCounters)\n", FILENAME, kernel > "/dev/stderr"
 			bad = 1; kernel = ""; next
 		}
 		nr = 0
 		for (c in col) if (c ~ /^stall_/ && c !~ /Not Issued/) reason[++nr] = c
 		if (!nr) {
-			printf "stalls: %s: kernel %s: the source page has no stall_* columns (--section SourceCounters)\n", file, kernel > "/dev/stderr"
+			printf "stalls: %s: kernel %s: the source page has no stall_* columns (--section SourceCounters)\n", FILENAME, kernel > "/dev/stderr"
 			bad = 1; kernel = ""; next
 		}
 		inbody = 1; next
 	}
 	inbody && clean($1) == "Address" {
-		printf "stalls: %s: kernel %s: a second header under one kernel name; not summarized\n", file, kernel > "/dev/stderr"
+		printf "stalls: %s: kernel %s: a second header under one kernel name; not summarized\n", FILENAME, kernel > "/dev/stderr"
 		bad = 1; kernel = ""; inbody = 0; next
 	}
 	inbody {
@@ -109,7 +109,7 @@ for f in "$@"; do
 	}
 	END {
 		report()
-		if (!seen) { printf "stalls: %s: no kernel in it (ncu --page source --csv)\n", file > "/dev/stderr"; bad = 1 }
+		if (!seen) { printf "stalls: %s: no kernel in it (ncu --page source --csv)\n", FILENAME > "/dev/stderr"; bad = 1 }
 		exit bad
 	}
 	' "$f" || status=1

@@ -177,12 +177,15 @@ func TestStallsRefusesWhatItCannotSummarizeRightly(t *testing.T) {
 		"\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\",\"Instructions Executed\"\n\"0x0\",\"EXIT\",\"5\",\"1\"\n")
 	// A header and no instruction under it.
 	empty := writeCSV(t, dir, "empty.csv", lines[0]+header)
+	// Nothing at all.
+	nothing := writeCSV(t, dir, "nothing.csv", "")
 	for _, c := range []struct {
 		file, msg string
 	}{
 		{twice, "kernel epbench_ll_dispatch: a second header under one kernel name; not summarized"},
 		{noReasons, "kernel k: the source page has no stall_* columns (--section SourceCounters)"},
 		{empty, "kernel epbench_ll_dispatch: no instructions under its header"},
+		{nothing, "no kernel in it (ncu --page source --csv)"},
 		{dir, "not a readable file"},
 	} {
 		out, stderr, code := runStalls(t, c.file)
