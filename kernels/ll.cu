@@ -92,7 +92,7 @@ __device__ __forceinline__ void workers_sync() { asm volatile("bar.sync 1, %0;" 
 // over min(grid, T) blocks (empty for the others). Where the grid holds the
 // tokens (T <= grid: the defaults, one token), block b takes token b and
 // nothing is divided; else 32-bit arithmetic suffices, T being at most
-// config.MaxTokens (4096), so (b + 1) * T < grid * T < 2^24. The division
+// config.MaxTokens (4096), so (b + 1) * T <= grid * T < 2^24. The division
 // stood in every dispatch's path to its first barrier (docs/PERF.md, kernels
 // v42).
 __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
@@ -104,6 +104,15 @@ __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
         t0 = (int)(b * n / g);
         t1 = (int)((b + 1) * n / g);
     }
+}
+
+// An item's token (or message) and slice, item / slices and item % slices,
+// in unsigned arithmetic: both are non-negative, and the signed forms add
+// their sign fix-ups on the way to the routing loads that wait for them.
+__device__ __forceinline__ void item_split(int item, int slices, int& t, int& slice) {
+    const unsigned q = (unsigned)item / (unsigned)slices;
+    t = (int)q;
+    slice = item - (int)q * slices;
 }
 
 // A selection's expert id from topk_idx, -1 (none) outside [0, E) (one
@@ -880,8 +889,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const int hand_items = gridDim.x * (kWarps - 1);  // items [0, hand_items) hand their own part over
     if (handing && threadIdx.x < kWarps - 1) hand_ready[threadIdx.x] = 0;
     for (int item = gwarp; item < peer_items; item += nwarps) {
-        const int st = item / slices;
-        combine_item(a, self, (a.rank + 1 + st / T) % R, st % T, item % slices);
+        int st, slice;
+        item_split(item, slices, st, slice);
+        int ord, t;
+        item_split(st, T, ord, t);
+        combine_item(a, self, (a.rank + 1 + ord) % R, t, slice);
     }
     if (!lines) {
         __syncthreads();
@@ -908,7 +920,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             const int nw = gridDim.x * (kWarps - 1);
             for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < own_n * slices; item += nw) {
                 const bool hand = handing && item < hand_items;  // the warp's first item
-                combine_item(a, self, a.rank, item / slices, item % slices, hand ? hand_part[warp - 1][lane] : nullptr);
+                int t, slice;
+                item_split(item, slices, t, slice);
+                combine_item(a, self, a.rank, t, slice, hand ? hand_part[warp - 1][lane] : nullptr);
                 if (hand) {
                     __syncwarp();
                     __threadfence_block();
@@ -935,7 +949,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     int first_e = -1, first_pos = 0;
     float first_w = 0.f;
     if (sgwarp < own_n * slices && lane < K) {
-        const int t = sgwarp / slices;
+        const int t = (int)((unsigned)sgwarp / (unsigned)slices);
         own_selection(a, t, lane, K, R, L, &first_e, &first_w);
         if (!inl) first_pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
     }
@@ -995,7 +1009,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // peer's lines polled until they carry the call's flag.
     const bool lines_rlr = lines && per_rank(a), lines_direct = lines && !per_rank(a);
     for (int item = sgwarp; lines_rlr && item < own_n * slices; item += nwarps) {
-        const int t = item / slices, slice = item % slices;
+        int t, slice;
+        item_split(item, slices, t, slice);
         int e, pos, v[kVecPerLane];
         float wk;
         item_start(item, t, slice, &e, &wk, &pos, v);
@@ -1046,7 +1061,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // (rounded to bf16 as a sent row is), the peers' rows polled in lines
     // until they carry the call's flag.
     for (int item = sgwarp; lines_direct && item < own_n * slices; item += nwarps) {
-        const int t = item / slices, slice = item % slices;
+        int t, slice;
+        item_split(item, slices, t, slice);
         int e, pos, v[kVecPerLane];
         float wk;
         item_start(item, t, slice, &e, &wk, &pos, v);
@@ -1126,7 +1142,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     }
     bool ok = true;
     for (int item = sgwarp; !lines && item < own_n * slices; item += nwarps) {
-        const int t = item / slices, slice = item % slices;
+        int t, slice;
+        item_split(item, slices, t, slice);
         int e, pos, v[kVecPerLane];
         float wk;
         item_start(item, t, slice, &e, &wk, &pos, v);

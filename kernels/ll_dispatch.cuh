@@ -56,6 +56,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     token_range(own, t0, t1);
 
     const bool inl = a.inline_proto == kProtoInline, lines = a.inline_proto == kProtoLines;
+    // This thread's peer's base (one a thread: R <= kMaxRanks <= kThreads).
+    // Lines, inline and the spread entry load it first, so that its round
+    // trip overlaps the loads issued below, and store it to shared memory
+    // after them, where the store's wait holds up nothing else before the
+    // first barrier. The fenced entry that does not spread loads it after
+    // the routing's loads: measured faster there.
+    static_assert(kMaxRanks <= kThreads, "one peer base a thread");
+    const bool peer_first = inl || lines || EPBENCH_SPREAD != 0;
+    const uint64_t my_peer = peer_first && (int)threadIdx.x < R ? a.peers[threadIdx.x] : 0;
     // The block's first token row is loaded along with the routing below:
     // thread i holds vectors i, i + kThreads, ... of the row. Lines reads the
     // row again as its lines go out, so the row's 128-byte lines are brought
@@ -165,14 +174,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
     };
     load4(threadIdx.x);
-    // After the routing's loads are issued: a store to shared memory waits
-    // for its load, which would otherwise hold them back.
-    for (int q = threadIdx.x; q < R; q += kThreads) peer_base[q] = a.peers[q];
+    if (!peer_first && (int)threadIdx.x < R) peer_base[threadIdx.x] = a.peers[threadIdx.x];
     for (int e = threadIdx.x; e < 2 * (E + R); e += kThreads) dyn[e] = 0;
     if (threadIdx.x == 0) {
         failed = 0;
         waited_upto = 1;
     }
+    // After the routing's loads are issued and the counters zeroed: a store
+    // to shared memory waits for its load.
+    if (peer_first && (int)threadIdx.x < R) peer_base[threadIdx.x] = my_peer;
     const int nhl = lines_header_lines(K), nrl = lines_row_lines(H, a.fp8);
     // The current token's own-rank rows into own_rows and nown, from each
     // lane's selection: `mine` (on this rank) and its row in recv (rank-major:
