@@ -59,9 +59,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // This thread's peer's base (one a thread: R <= kMaxRanks <= kThreads).
     // Lines, inline and the spread entry load it first, so that its round
     // trip overlaps the loads issued below, and store it to shared memory
-    // after them, where the store's wait holds up nothing else before the
-    // first barrier. The fenced entry that does not spread loads it after
-    // the routing's loads: measured faster there.
+    // after them and the zeroing, where the store's wait holds up nothing
+    // else before the first barrier. The fenced entry that does not spread
+    // loads it after the routing's loads, as before: loaded first there,
+    // its store waited ~4 % of the kernel's samples and the entry was slower
+    // at 128 tokens (docs/PERF.md, kernels v43).
     static_assert(kMaxRanks <= kThreads, "one peer base a thread");
     const bool peer_first = inl || lines || EPBENCH_SPREAD != 0;
     const uint64_t my_peer = peer_first && (int)threadIdx.x < R ? a.peers[threadIdx.x] : 0;
