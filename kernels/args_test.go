@@ -76,6 +76,8 @@ func TestMirrorsMatchTheSource(t *testing.T) {
 	}
 	for name, want := range map[string]int{
 		"kThreads":             ThreadsPerBlock,
+		"kMaxRanks":            MaxRanks,
+		"kMaxTopK":             MaxTopK,
 		"kSpreadTokens":        SpreadTokens,
 		"kTracePoints":         TracePoints,
 		"kClockWords":          ClockBytes / 8,
