@@ -7,31 +7,33 @@ import "encoding/binary"
 // addresses). Put writes it in the C layout; TestArgsPutMirrorsLLArgs checks
 // every field's offset and size against the struct in ll.cuh.
 type Args struct {
-	Peers, Err                             uint64
-	X, TopkIdx, TopkW                      uint64
-	RecvX, RecvCount, SrcInfo, LayoutRange uint64
-	RowPos, Y, Out                         uint64
-	RecvScales                             uint64
-	RecvTopkIdx, RecvTopkW                 uint64 // rank-major outputs
-	TokensOf                               uint64 // 0, or int32 [R]: the tokens each rank dispatches
-	Active                                 uint64 // 0, or int32 [R]: the mask of active ranks (-T)
-	Trace                                  uint64
-	OffDispatchSignal, OffCombineSignal    uint64
-	OffDispatchRecv, OffCombineRecv        uint64
-	OffDispatchCounts                      uint64
-	OffInlineDispatch, OffInlineCounts     uint64
-	OffInlineCombine                       uint64
-	Expect, TimeoutNs                      uint64
-	Clock                                  uint64 // 0, or the device clock (ClockBytes)
-	JitterNs                               uint64 // 0, or the most a kernel waits before it starts (--jitter-us)
-	Rank, Ranks, Tokens, Hidden, TopK      int32
-	LocalExperts                           int32
-	Epoch, CombineMode                     int32
-	FP8, InlineProto                       int32
-	CombineProto                           int32
-	OwnTokens                              int32 // the tokens this rank dispatches
-	Flags                                  int32 // Flag*
-	Reserved                               int32
+	// In LLArgs' order: what the kernels read first comes first (ll.cuh
+	// says why).
+	Peers, X, TopkIdx, TopkW                    uint64
+	Clock                                       uint64 // 0, or the device clock (ClockBytes)
+	Trace                                       uint64
+	TimeoutNs                                   uint64
+	JitterNs                                    uint64 // 0, or the most a kernel waits before it starts (--jitter-us)
+	Rank, Ranks, Tokens, Hidden, TopK           int32
+	LocalExperts                                int32
+	OwnTokens                                   int32 // the tokens this rank dispatches
+	CombineMode, FP8, InlineProto, CombineProto int32
+	Epoch                                       int32
+	Flags                                       int32 // Flag*
+	Reserved                                    int32
+	Y, Out, RowPos                              uint64
+	OffInlineCombine, OffInlineDispatch         uint64
+	TokensOf                                    uint64 // 0, or int32 [R]: the tokens each rank dispatches
+	Active                                      uint64 // 0, or int32 [R]: the mask of active ranks (-T)
+	OffCombineRecv, OffCombineSignal            uint64
+	RecvScales                                  uint64
+	Err, Expect                                 uint64
+	RecvX, RecvCount                            uint64
+	OffDispatchRecv                             uint64
+	SrcInfo, LayoutRange                        uint64
+	RecvTopkIdx, RecvTopkW                      uint64 // rank-major outputs
+	OffDispatchSignal, OffDispatchCounts        uint64
+	OffInlineCounts                             uint64
 }
 
 // ArgsSize is sizeof(LLArgs): 30 eight-byte fields and 14 four-byte fields
@@ -99,19 +101,24 @@ func (a *Args) Put(b []byte) {
 	_ = b[ArgsSize-1]
 	le := binary.LittleEndian
 	o := 0
-	for _, v := range [...]uint64{
-		a.Peers, a.Err, a.X, a.TopkIdx, a.TopkW, a.RecvX, a.RecvCount, a.SrcInfo, a.LayoutRange,
-		a.RowPos, a.Y, a.Out, a.RecvScales, a.RecvTopkIdx, a.RecvTopkW, a.TokensOf, a.Active, a.Trace, a.OffDispatchSignal, a.OffCombineSignal, a.OffDispatchRecv, a.OffCombineRecv,
-		a.OffDispatchCounts, a.OffInlineDispatch, a.OffInlineCounts, a.OffInlineCombine, a.Expect, a.TimeoutNs,
-		a.Clock, a.JitterNs,
-	} {
-		le.PutUint64(b[o:], v)
-		o += 8
+	u64 := func(vs ...uint64) {
+		for _, v := range vs {
+			le.PutUint64(b[o:], v)
+			o += 8
+		}
 	}
-	for _, v := range [...]int32{a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalExperts, a.Epoch, a.CombineMode, a.FP8, a.InlineProto, a.CombineProto, a.OwnTokens, a.Flags, a.Reserved} {
-		le.PutUint32(b[o:], uint32(v))
-		o += 4
+	i32 := func(vs ...int32) {
+		for _, v := range vs {
+			le.PutUint32(b[o:], uint32(v))
+			o += 4
+		}
 	}
+	u64(a.Peers, a.X, a.TopkIdx, a.TopkW, a.Clock, a.Trace, a.TimeoutNs, a.JitterNs)
+	i32(a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalExperts, a.OwnTokens, a.CombineMode, a.FP8, a.InlineProto,
+		a.CombineProto, a.Epoch, a.Flags, a.Reserved)
+	u64(a.Y, a.Out, a.RowPos, a.OffInlineCombine, a.OffInlineDispatch, a.TokensOf, a.Active, a.OffCombineRecv,
+		a.OffCombineSignal, a.RecvScales, a.Err, a.Expect, a.RecvX, a.RecvCount, a.OffDispatchRecv, a.SrcInfo, a.LayoutRange,
+		a.RecvTopkIdx, a.RecvTopkW, a.OffDispatchSignal, a.OffDispatchCounts, a.OffInlineCounts)
 }
 
 // HeaderBytes is the size of a dispatch message header (header_bytes in ll.cuh):

@@ -91,7 +91,7 @@ __device__ __forceinline__ void workers_sync() { asm volatile("bar.sync 1, %0;" 
 // The tokens of this rank that block b sends: [t0, t1), contiguous ranges
 // over min(grid, T) blocks (empty for the others). Where the grid holds the
 // tokens (T <= grid: the defaults, one token), block b takes token b and
-// nothing is divided; else 32-bit arithmetic suffices, T being at most
+// nothing is divided; else 32-bit arithmetic suffices: there grid < T <=
 // config.MaxTokens (4096), so (b + 1) * T <= grid * T < 2^24. The division
 // stood in every dispatch's path to its first barrier (docs/PERF.md, kernels
 // v42).
@@ -107,7 +107,7 @@ __device__ __forceinline__ void token_range(int T, int& t0, int& t1) {
 }
 
 // An item's token (or message) and slice, item / slices and item % slices,
-// in unsigned arithmetic: both are non-negative, and the signed forms add
+// in unsigned arithmetic: item >= 0 and slices > 0, and the signed forms add
 // their sign fix-ups on the way to the routing loads that wait for them.
 __device__ __forceinline__ void item_split(int item, int slices, int& t, int& slice) {
     const unsigned q = (unsigned)item / (unsigned)slices;
@@ -949,7 +949,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     int first_e = -1, first_pos = 0;
     float first_w = 0.f;
     if (sgwarp < own_n * slices && lane < K) {
-        const int t = (int)((unsigned)sgwarp / (unsigned)slices);
+        int t, slice;
+        item_split(sgwarp, slices, t, slice);
         own_selection(a, t, lane, K, R, L, &first_e, &first_w);
         if (!inl) first_pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
     }
@@ -1141,6 +1142,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         item_store(item, t, v, acc);
     }
     bool ok = true;
+    // Waits until this warp's worker says its part is in hand_part (bounded
+    // all the same, never masked: the worker waits for nothing); false at
+    // the bound.
+    auto handed = [&]() {
+        for (uint32_t spins = 1; *(volatile int*)&hand_ready[warp] == 0; spins++)
+            if ((spins & 255) == 0 && bound_reached(deadline, a.err, nullptr, kPhaseCombine, a.rank)) return false;
+        __threadfence_block();
+        return true;
+    };
     for (int item = sgwarp; !lines && item < own_n * slices; item += nwarps) {
         int t, slice;
         item_split(item, slices, t, slice);
@@ -1201,12 +1211,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         if (!per_rank(a) && handing && item < hand_items) {
             const unsigned summed = own_prefix(__ballot_sync(0xffffffffu, my_row >= 0), e);
             if (summed != 0) {
-                // The sum, once its worker warp says so (as the partial
-                // below: bounded all the same, never masked).
-                for (uint32_t spins = 1; ok && *(volatile int*)&hand_ready[warp] == 0; spins++)
-                    if ((spins & 255) == 0 && bound_reached(deadline, a.err, nullptr, kPhaseCombine, a.rank)) ok = false;
+                // The sum, once its worker warp says so.
+                ok = ok && handed();
                 if (__any_sync(0xffffffffu, !ok)) return;
-                __threadfence_block();
 #pragma unroll
                 for (int u = 0; u < kVecPerLane; u++) {
                     const uint4 x = hand_part[warp][lane][2 * u], y = hand_part[warp][lane][2 * u + 1];
@@ -1310,18 +1317,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                                     in[b][u] = ihi[b][u] = make_uint4(0, flag, 0, flag);
                     }
                 }
-                // The own partial handed over by its worker warp, which
-                // waits for nothing (bounded all the same; never masked).
+                // The own partial handed over by its worker warp.
 #pragma unroll
                 for (int b = 0; b < kBatch; b++) {
                     if (!(ok && b < nb && handb[b])) continue;
-                    for (uint32_t spins = 1; *(volatile int*)&hand_ready[warp] == 0; spins++)
-                        if ((spins & 255) == 0 && bound_reached(deadline, a.err, nullptr, kPhaseCombine, a.rank)) {
-                            ok = false;
-                            break;
-                        }
-                    if (!ok) break;
-                    __threadfence_block();
+                    if (!handed()) {
+                        ok = false;
+                        break;
+                    }
 #pragma unroll
                     for (int u = 0; u < kVecPerLane; u++) in[b][u] = hand_part[warp][lane][u];
                     ownb[b] = true;

@@ -11,35 +11,18 @@ namespace epbench {
 
 // One argument block for both kernels, passed by value.
 struct LLArgs {
+    // The fields in the order the kernels first read them, so that those read
+    // before an entry's first barrier share few 64-byte lines of the constant
+    // bank, whose first reads are serial misses (docs/PERF.md, kernels v42):
+    // what every entry reads first, then the combine's own, then the rest.
+    // (The parameters start at 0x210, in the line of driver words at 0x200.)
     const uint64_t* peers;     // [R] base of every rank's symmetric buffer, mapped here (own included)
-    int* err;                  // error word (host-mapped): 0, (phase << 24) | (peer + 1) of the first wait that timed out, or kPhaseVariant << 24
     const __nv_bfloat16* x;    // [T, H] token rows
     const int64_t* topk_idx;   // [T, K] selected experts, -1 masked
     const float* topk_w;       // [T, K] combine weights
-    __nv_bfloat16* recv_x;     // [L, R*T, H] dispatch output (FP8: E4M3 bytes [L, R*T, H])
-    int* recv_count;           // [L]
-    int* src_info;             // [L, R*T] source token of each row
-    int64_t* layout_range;     // [L, R] begin << 32 | count
-    int* row_pos;              // [R, T, K] row of selection (s, t, k) inside its expert (internal)
-    const __nv_bfloat16* y;    // [L, R*T, H] combine input (expert outputs)
-    __nv_bfloat16* out;        // [T, H] combine output
-    float* recv_scales;        // [L, R*T, H/128] FP8 scales (FP8 dispatch only)
-    int* recv_topk_idx;        // rank-major: [R, T, K] each slot's top-k as local experts, -1 elsewhere
-    float* recv_topk_w;        // rank-major: [R, T, K] each slot's top-k weights
-    const int* tokens_of;      // [R] the tokens each rank dispatches (-l, -N), or null: every rank `tokens`
-    int* active;               // -T: null, or [R] the mask of active ranks (1 active, 0 masked; bound_reached)
-    uint64_t* trace;           // null, or [grid, kTracePoints] globaltimer stamps of this call's phases
-    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then the ticket counter of this rank's blocks
-    uint64_t off_combine_signal;
-    uint64_t off_dispatch_recv;    // [2, R, T] dispatch messages (header + row) per call parity, source rank and token
-    uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
-    uint64_t off_dispatch_counts;  // int2 [2, R, L]: {selections of each local expert, epoch} per call parity and source
-    uint64_t off_inline_dispatch;  // inline and lines protocols: [2, R, T] slots of units (inline_slot_units)
-    uint64_t off_inline_counts;    // inline and lines protocols: [2, R, L] units
-    uint64_t off_inline_combine;   // inline: [max(T*K, R*T)] rows of H/4 units; lines: rows of lines ([R*T], direct_send [T*K])
-    uint64_t expect;           // every source's arrival count once this call's release is in: the number of fenced calls
-    uint64_t timeout_ns;       // bound of every spin-wait
     uint64_t* clock;           // null, or the device clock (kClockWords): epoch and expect come from there
+    uint64_t* trace;           // null, or [grid, kTracePoints] globaltimer stamps of this call's phases
+    uint64_t timeout_ns;       // bound of every spin-wait
     uint64_t jitter_ns;        // 0, or the most a kernel waits before it starts (--jitter-us; testing)
     int32_t rank;
     int32_t ranks;
@@ -47,14 +30,36 @@ struct LLArgs {
     int32_t hidden;
     int32_t topk;
     int32_t local_experts;
-    int32_t epoch;             // call number, tags dispatch messages so stale slots are ignored
+    int32_t own_tokens;        // the tokens this rank dispatches, at most `tokens`
     int32_t combine_mode;      // kMode*: rank_local_reduce, direct_send, or the rank-major layout
     int32_t fp8;               // 1: dispatch carries E4M3 with one scale per 128 channels
     int32_t inline_proto;      // the dispatch's signalling (combine reads its headers): kProto*
     int32_t combine_proto;     // the combine's signalling: kProtoFenced, kProtoInline or kProtoLines
-    int32_t own_tokens;        // the tokens this rank dispatches, at most `tokens`
+    int32_t epoch;             // call number, tags dispatch messages so stale slots are ignored
     int32_t flags;             // kFlag*
     int32_t reserved;          // 0
+    const __nv_bfloat16* y;    // [L, R*T, H] combine input (expert outputs)
+    __nv_bfloat16* out;        // [T, H] combine output
+    int* row_pos;              // [R, T, K] row of selection (s, t, k) inside its expert (internal)
+    uint64_t off_inline_combine;   // inline: [max(T*K, R*T)] rows of H/4 units; lines: rows of lines ([R*T], direct_send [T*K])
+    uint64_t off_inline_dispatch;  // inline and lines protocols: [2, R, T] slots of units (inline_slot_units)
+    const int* tokens_of;      // [R] the tokens each rank dispatches (-l, -N), or null: every rank `tokens`
+    int* active;               // -T: null, or [R] the mask of active ranks (1 active, 0 masked; bound_reached)
+    uint64_t off_combine_recv;     // [max(T*K, R*T), H] combine rows
+    uint64_t off_combine_signal;   // the combine's arrival counters, laid out as off_dispatch_signal's
+    float* recv_scales;        // [L, R*T, H/128] FP8 scales (FP8 dispatch only)
+    int* err;                  // error word (host-mapped): 0, (phase << 24) | (peer + 1) of the first wait that timed out, or kPhaseVariant << 24
+    uint64_t expect;           // every source's arrival count once this call's release is in: the number of fenced calls
+    __nv_bfloat16* recv_x;     // [L, R*T, H] dispatch output (FP8: E4M3 bytes [L, R*T, H])
+    int* recv_count;           // [L]
+    uint64_t off_dispatch_recv;    // [2, R, T] dispatch messages (header + row) per call parity, source rank and token
+    int* src_info;             // [L, R*T] source token of each row
+    int64_t* layout_range;     // [L, R] begin << 32 | count
+    int* recv_topk_idx;        // rank-major: [R, T, K] each slot's top-k as local experts, -1 elsewhere
+    float* recv_topk_w;        // rank-major: [R, T, K] each slot's top-k weights
+    uint64_t off_dispatch_signal;  // symmetric offsets: uint64 [R] arrival counters per source rank, then the ticket counter of this rank's blocks
+    uint64_t off_dispatch_counts;  // int2 [2, R, L]: {selections of each local expert, epoch} per call parity and source
+    uint64_t off_inline_counts;    // inline and lines protocols: [2, R, L] units
 };
 
 // Combine modes (LLArgs.combine_mode). Rank-major is a layout of the

@@ -57,15 +57,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
 
     const bool inl = a.inline_proto == kProtoInline, lines = a.inline_proto == kProtoLines;
     // This thread's peer's base (one a thread: R <= kMaxRanks <= kThreads).
-    // Lines, inline and the spread entry load it first, so that its round
-    // trip overlaps the loads issued below, and store it to shared memory
-    // after them and the zeroing, where the store's wait holds up nothing
-    // else before the first barrier. The fenced entry that does not spread
-    // loads it after the routing's loads, as before: loaded first there,
-    // its store waited ~4 % of the kernel's samples and the entry was slower
-    // at 128 tokens (docs/PERF.md, kernels v43).
+    // Lines and the spread entry (inline always spreads) load it first, so
+    // that its round trip overlaps the loads issued below, and store it to
+    // shared memory after them and the zeroing, where the store's wait holds
+    // up nothing else before the first barrier. The fenced entry that does
+    // not spread loads it after the routing's loads, as before: loaded first
+    // there, its store waited ~4 % of the kernel's samples and the entry was
+    // ~0.1 us slower again at 128 tokens. (With v42's code in that entry the
+    // fenced dispatch is still ~0.1 us slower than v42's, for reasons outside
+    // it: docs/PERF.md, kernels v43.)
     static_assert(kMaxRanks <= kThreads, "one peer base a thread");
-    const bool peer_first = inl || lines || EPBENCH_SPREAD != 0;
+    const bool peer_first = lines || EPBENCH_SPREAD != 0;
     const uint64_t my_peer = peer_first && (int)threadIdx.x < R ? a.peers[threadIdx.x] : 0;
     // The block's first token row is loaded along with the routing below:
     // thread i holds vectors i, i + kThreads, ... of the row. Lines reads the
