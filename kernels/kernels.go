@@ -6,7 +6,9 @@
 package kernels
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -258,14 +260,90 @@ const ptxDir = "ptx"
 var embedded embed.FS
 
 // PTX returns the PTX of variant v: the embedded file, or, when dir is not
-// empty, the development override dir/<v.Module()>.
+// empty, the development override dir/<v.Module()>, which must carry the
+// embedded file's argument-layout stamp: kernels built for another layout
+// of the argument block would read every field at another offset than Args
+// writes it, and run.
 func PTX(dir string, v Variant) ([]byte, error) {
-	if dir == "" {
-		return embedded.ReadFile(ptxDir + "/" + v.Module())
+	own, err := embedded.ReadFile(ptxDir + "/" + v.Module())
+	if dir == "" || err != nil {
+		return own, err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, v.Module()))
+	path := filepath.Join(dir, v.Module())
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--ptx-dir: %w", err)
 	}
+	want, ok := ptxArgsStamp(own)
+	if !ok {
+		return nil, fmt.Errorf("the embedded %s has no argument-layout stamp: rebuild kernels/ptx with scripts/ptx.sh", v.Module())
+	}
+	got, ok := ptxArgsStamp(b)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("--ptx-dir: %s has no argument-layout stamp (%q, scripts/ptx.sh's second line), so it "+
+			"cannot be told to read its arguments where this binary writes them: build it with this tree's scripts/ptx.sh, "+
+			"or run it with the epbench of the tree it was built from", path, strings.TrimSpace(argsStampPrefix))
+	case got != want:
+		return nil, fmt.Errorf("--ptx-dir: %s was built for another layout of the kernels' arguments (LLArgs, GinArgs) "+
+			"than this binary writes (stamp %.12s…, this binary's %.12s…): run it with the epbench of the tree it was "+
+			"built from", path, got, want)
+	}
 	return b, nil
+}
+
+// argsStampPrefix starts the second line scripts/ptx.sh writes into every
+// PTX file: the sha256 of the argument blocks' declarations (ArgsStamp).
+const argsStampPrefix = "// epbench-args-sha256: "
+
+// ptxArgsStamp is the argument-layout stamp among a PTX file's leading
+// comment lines.
+func ptxArgsStamp(ptx []byte) (string, bool) {
+	for rest := string(ptx); strings.HasPrefix(rest, "//"); {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		if s, ok := strings.CutPrefix(line, argsStampPrefix); ok {
+			return strings.TrimSpace(s), true
+		}
+	}
+	return "", false
+}
+
+// ArgsStamp computes scripts/ptx.sh's argument-layout stamp from the
+// sources of ll.cuh and ll_gin.cuh: the sha256 over the declarations of
+// LLArgs and GinArgs, each from its "struct NAME {" line to its "};" line
+// with comments and blanks dropped, and a newline after each. Any change to
+// either declaration but its comments and spacing changes the stamp.
+func ArgsStamp(llCuh, ginCuh []byte) (string, error) {
+	h := sha256.New()
+	for _, d := range []struct {
+		file, name string
+		src        []byte
+	}{{"ll.cuh", "LLArgs", llCuh}, {"ll_gin.cuh", "GinArgs", ginCuh}} {
+		on, found := false, false
+		for _, line := range strings.Split(string(d.src), "\n") {
+			if strings.HasPrefix(line, "struct "+d.name+" {") {
+				on = true
+			}
+			if !on {
+				continue
+			}
+			text, _, _ := strings.Cut(line, "//")
+			h.Write([]byte(strings.Map(func(r rune) rune {
+				if r == ' ' || r == '\t' || r == '\r' {
+					return -1
+				}
+				return r
+			}, text)))
+			if strings.HasPrefix(line, "};") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return "", fmt.Errorf("%s has no \"struct %s {\" ... \"};\" declaration", d.file, d.name)
+		}
+		h.Write([]byte("\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -209,14 +209,16 @@ func TestPTXOverride(t *testing.T) {
 	if _, err := PTX(dir, v); err == nil {
 		t.Fatal("missing override file accepted")
 	}
-	if err := os.WriteFile(filepath.Join(dir, v.Module()), []byte("x"), 0o644); err != nil {
+	stamp, _ := ptxArgsStamp(embeddedPTX(t, v))
+	x := "// epbench-src-sha256: another build\n" + argsStampPrefix + stamp + "\n//\nx"
+	if err := os.WriteFile(filepath.Join(dir, v.Module()), []byte(x), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b, err := PTX(dir, v)
-	if err != nil || string(b) != "x" {
+	if err != nil || string(b) != x {
 		t.Fatalf("override: %q %v", b, err)
 	}
-	if b, _ := PTX("", v); !bytes.Equal(b, embeddedPTX(t, v)) || bytes.Equal(b, []byte("x")) {
+	if b, _ := PTX("", v); !bytes.Equal(b, embeddedPTX(t, v)) || bytes.Equal(b, []byte(x)) {
 		t.Fatal("default is not the embedded PTX")
 	}
 }
@@ -342,6 +344,111 @@ func TestPTXScriptReadsTheVariantList(t *testing.T) {
 		}
 		if got, err := ptxScriptDefines(t, root); err == nil {
 			t.Errorf("scripts/ptx.sh took the list %q: %v", bad, got)
+		}
+	}
+}
+
+func readKernelSource(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestPTXArgsStampMatchesSources(t *testing.T) {
+	want, err := ArgsStamp(readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range Variants() {
+		got, ok := ptxArgsStamp(embeddedPTX(t, v))
+		if !ok || got != want {
+			t.Fatalf("%s: argument-layout stamp %q (found %v), the sources' %s: run `make ptx` with CUDA 13", v.Module(), got, ok, want)
+		}
+	}
+}
+
+// The stamp scripts/ptx.sh writes is the one ArgsStamp computes.
+func TestArgsStampIsThePTXScripts(t *testing.T) {
+	out, err := exec.Command("bash", "../scripts/ptx.sh", "--args-stamp").Output()
+	if err != nil {
+		t.Fatalf("scripts/ptx.sh --args-stamp: %v", err)
+	}
+	want, err := ArgsStamp(readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Fatalf("scripts/ptx.sh stamps %s, ArgsStamp computes %s", got, want)
+	}
+}
+
+func TestArgsStampSeesTheLayoutNotTheComments(t *testing.T) {
+	ll, gin := readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh")
+	base, err := ArgsStamp(ll, gin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(src []byte, old, new string) []byte {
+		t.Helper()
+		if !bytes.Contains(src, []byte(old)) {
+			t.Fatalf("the source has no %q", old)
+		}
+		return bytes.Replace(src, []byte(old), []byte(new), 1)
+	}
+	stamp := func(ll, gin []byte) string {
+		t.Helper()
+		s, err := ArgsStamp(ll, gin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// Two fields of one size swapped: the offsets of both change.
+	swapped := edit(ll, "    int32_t rank;\n    int32_t ranks;\n", "    int32_t ranks;\n    int32_t rank;\n")
+	if stamp(swapped, gin) == base {
+		t.Error("swapping LLArgs.rank and ranks leaves the stamp")
+	}
+	if stamp(ll, edit(gin, "uint64_t region;", "uint64_t region2;")) == base {
+		t.Error("renaming a GinArgs field leaves the stamp")
+	}
+	// Comments, blanks and text outside the declarations do not count.
+	same := edit(ll, "    int32_t rank;\n", "    int32_t   rank;   // renamed in a comment only\n\n")
+	same = edit(same, "struct LLArgs {", "// a comment before\nstruct LLArgs {")
+	if stamp(same, gin) != base {
+		t.Error("a comment or blank inside LLArgs changes the stamp")
+	}
+	if _, err := ArgsStamp(edit(ll, "struct LLArgs {", "struct Other {"), gin); err == nil {
+		t.Error("a source without LLArgs gave a stamp")
+	}
+}
+
+func TestPTXDirRefusesAnotherArgsLayout(t *testing.T) {
+	v := Variants()[0]
+	own := embeddedPTX(t, v)
+	stamp, ok := ptxArgsStamp(own)
+	if !ok {
+		t.Fatalf("%s has no argument-layout stamp", v.Module())
+	}
+	for _, c := range []struct {
+		name, ptx, refusal string
+	}{
+		{"the same layout", string(own), ""},
+		{"another layout", strings.Replace(string(own), stamp, strings.Repeat("0", len(stamp)), 1), "another layout"},
+		{"no stamp", strings.Replace(string(own), argsStampPrefix+stamp+"\n", "", 1), "no argument-layout stamp"},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, v.Module()), []byte(c.ptx), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := PTX(dir, v)
+		switch {
+		case c.refusal == "" && (err != nil || string(b) != c.ptx):
+			t.Errorf("%s: %v", c.name, err)
+		case c.refusal != "" && (err == nil || !strings.Contains(err.Error(), c.refusal)):
+			t.Errorf("%s: got %v, want an error saying %q", c.name, err, c.refusal)
 		}
 	}
 }

@@ -9,12 +9,21 @@
 # newline, its bytes) followed by "nvcc-flags: <flags>\n" and
 # "variant: <defines>\n". kernels/ptx_test.go recomputes it, so CI (without
 # nvcc) notices sources changed without new PTX, and checks that the files
-# are exactly the variants the launcher can ask for.
+# are exactly the variants the launcher can ask for. The second line,
+#   // epbench-args-sha256: <hex>
+# stamps the layout the kernels read their arguments in: the sha256 over the
+# declarations of LLArgs (ll.cuh) and GinArgs (ll_gin.cuh), each from its
+# "struct NAME {" line to its "};" line, comments and blanks dropped, then a
+# newline (args_stamp below; kernels.ArgsStamp computes the same). A binary
+# refuses PTX under --ptx-dir whose layout stamp is not its own: kernels
+# built for another argument block would read every field at the wrong
+# offset and run, their results and times meaningless.
 # Usage: scripts/ptx.sh NVCC [OUTDIR [VARIANT...]]
 #                               (OUTDIR defaults to kernels/ptx; VARIANTs,
 #                                names from the list, build only those)
 #        scripts/ptx.sh --defines       (prints each variant's file and nvcc
 #                                        definitions, tab-separated; no nvcc)
+#        scripts/ptx.sh --args-stamp    (prints the argument-layout stamp; no nvcc)
 # EPBENCH_BREAK=noparity|nofence|flagfirst builds the kernels with one
 # ordering step broken on purpose (ll.cuh), for the tests that show that
 # validation catches it: never into kernels/ptx, never embedded.
@@ -101,6 +110,28 @@ check_nccl_headers() {
 	fi
 }
 
+# args_stamp prints the argument-layout stamp of the second line (above).
+args_stamp() {
+	local spec file name text all=
+	for spec in ll.cuh:LLArgs ll_gin.cuh:GinArgs; do
+		file=${spec%%:*} name=${spec#*:}
+		text=$(awk -v name="$name" '
+			$0 ~ "^struct " name " \\{" { on = 1 }
+			on { line = $0; sub(/\/\/.*/, "", line); gsub(/[ \t\r]/, "", line); printf "%s", line }
+			on && /^};/ { found = 1; exit }
+			END { exit !found }' "kernels/$file") || {
+			echo "ptx: kernels/$file has no \"struct $name {\" ... \"};\" declaration" >&2
+			return 1
+		}
+		all+=$text$'\n'
+	done
+	printf '%s' "$all" | sha256sum | cut -d' ' -f1
+}
+if [ "${1:-}" = --args-stamp ]; then
+	args_stamp
+	exit
+fi
+
 # The variants: one name a line, blank lines and what follows a # ignored.
 names=()
 defs=()
@@ -176,6 +207,7 @@ if [ "$release" != 13 ] && [ -z "${EPBENCH_ANY_NVCC:-}" ]; then
 	exit 1
 fi
 flags=$(cat kernels/nvcc.flags)
+args=$(args_stamp)
 sources=$(cd kernels && ls *.cu *.cuh | LC_ALL=C sort)
 stamp() {
 	{
@@ -198,7 +230,11 @@ for i in "${!names[@]}"; do
 		case $name in ll_nccl_*) inc=(-I "$NCCL_INCLUDE") ;; esac
 		# shellcheck disable=SC2086
 		"$nvcc" $flags $defines ${broken:+-DEPBENCH_BREAK=$broken} "${inc[@]}" -o "$tmp/$name.raw" kernels/ll.cu
-		{ printf '// epbench-src-sha256: %s\n' "$(stamp "$defines")"; cat "$tmp/$name.raw"; } >"$tmp/$name.ptx"
+		{
+			printf '// epbench-src-sha256: %s\n' "$(stamp "$defines")"
+			printf '// epbench-args-sha256: %s\n' "$args"
+			cat "$tmp/$name.raw"
+		} >"$tmp/$name.ptx"
 	) &
 	pids+=($!)
 done
