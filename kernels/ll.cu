@@ -1227,10 +1227,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         }
         for (bool more = true; more;) {
             uint4 in[kBatch][kVecPerLane], ihi[kBatch][kVecPerLane];
-            int rowb[kBatch], rankb[kBatch];
-            float wb[kBatch];
-            bool ownb[kBatch];  // in[b] holds the term's data (fenced: the own rank's, read here; inline: handed over)
-            bool handb[kBatch];  // inline: the own rank's partial, handed over by a worker warp (hand_part)
+            // Zeroed: where they live in local memory, the reads the loops
+            // below make at b >= nb then find what this launch wrote.
+            int rowb[kBatch] = {}, rankb[kBatch] = {};
+            float wb[kBatch] = {};
+            // Bit b of ownm: in[b] holds the term's data (fenced: the own
+            // rank's, read here; inline: handed over); of handm: inline, the
+            // term is the own rank's partial, handed over by a worker warp
+            // (hand_part). Masks, not arrays of bool: those were kept in
+            // local memory and read at b >= nb too, where nothing wrote
+            // them, each such read a miss in the middle of the item.
+            unsigned ownm = 0, handm = 0;
             int nb = 0;
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
@@ -1239,15 +1246,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                     break;
                 }
                 nb = b + 1;
-                ownb[b] = !inl && rankb[b] == a.rank;
-                handb[b] = handing && per_rank(a) && item < hand_items && rankb[b] == a.rank;
-                if (handb[b]) continue;  // settled below
-                if (ownb[b] && per_rank(a)) {
+                if (!inl && rankb[b] == a.rank) ownm |= 1u << b;
+                if (handing && per_rank(a) && item < hand_items && rankb[b] == a.rank) handm |= 1u << b;
+                if (handm >> b & 1) continue;  // settled below
+                if ((ownm >> b & 1) && per_rank(a)) {
 #pragma unroll
                     for (int u = 0; u < kVecPerLane; u++) in[b][u] = ownp[u];
                     continue;
                 }
-                if (ownb[b]) {  // direct_send: selection rowb[b] - t * K's row (FP8: E4M3 in x, y; its scale in z)
+                if (ownm >> b & 1) {  // direct_send: selection rowb[b] - t * K's row (FP8: E4M3 in x, y; its scale in z)
                     YRaw raw[kVecPerLane];
                     load_y(a, __shfl_sync(0xffffffffu, my_row, rowb[b] - t * K), v, raw);
 #pragma unroll
@@ -1278,7 +1285,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 // batch without terms (all handed over, or none left).
                 bool units = !per_rank(a) && nb > 0;
 #pragma unroll
-                for (int b = 0; b < kBatch; b++) units |= b < nb && !ownb[b] && !handb[b];
+                for (int b = 0; b < kBatch; b++) units |= b < nb && !((ownm | handm) >> b & 1);
                 for (uint32_t spins = 1; units; spins++) {
                     bool done = true;
                     int waiting = 0;
@@ -1286,7 +1293,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                     for (int b = 0; b < kBatch; b++) {
 #pragma unroll
                         for (int u = 0; u < kVecPerLane; u++) {
-                            if (b >= nb || v[u] < 0 || ownb[b] || handb[b]) continue;
+                            if (b >= nb || v[u] < 0 || ((ownm | handm) >> b & 1)) continue;
                             const uint4* q = irecv + (uint64_t)rowb[b] * inline_row_units(H) + 2 * v[u];
                             const bool lo_w = !(in[b][u].y == flag && in[b][u].w == flag);
                             const bool hi_w = !(ihi[b][u].y == flag && ihi[b][u].w == flag);
@@ -1313,28 +1320,28 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                         for (int b = 0; b < kBatch; b++)
 #pragma unroll
                             for (int u = 0; u < kVecPerLane; u++)
-                                if (b < nb && v[u] >= 0 && !ownb[b] && masked(a.active, rankb[b]))
+                                if (b < nb && v[u] >= 0 && !(ownm >> b & 1) && masked(a.active, rankb[b]))
                                     in[b][u] = ihi[b][u] = make_uint4(0, flag, 0, flag);
                     }
                 }
                 // The own partial handed over by its worker warp.
 #pragma unroll
                 for (int b = 0; b < kBatch; b++) {
-                    if (!(ok && b < nb && handb[b])) continue;
+                    if (!(ok && b < nb && (handm >> b & 1))) continue;
                     if (!handed()) {
                         ok = false;
                         break;
                     }
 #pragma unroll
                     for (int u = 0; u < kVecPerLane; u++) in[b][u] = hand_part[warp][lane][u];
-                    ownb[b] = true;
+                    ownm |= 1u << b;
                 }
                 if (__any_sync(0xffffffffu, !ok)) return;
 #pragma unroll
                 for (int b = 0; b < kBatch; b++)
 #pragma unroll
                     for (int u = 0; u < kVecPerLane; u++)
-                        if (!(b < nb && ownb[b])) in[b][u] = make_uint4(in[b][u].x, in[b][u].z, ihi[b][u].x, ihi[b][u].z);
+                        if (!(b < nb && (ownm >> b & 1))) in[b][u] = make_uint4(in[b][u].x, in[b][u].z, ihi[b][u].x, ihi[b][u].z);
             }
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
@@ -1344,7 +1351,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                     float f[8];
                     // An own expert row of an FP8 dispatch decodes as the
                     // bf16 row a peer's expert side sends (combine_item).
-                    if (!per_rank(a) && a.fp8 && ownb[b])
+                    if (!per_rank(a) && a.fp8 && (ownm >> b & 1))
                         dequant8(make_uint2(in[b][u].x, in[b][u].y), __uint_as_float(in[b][u].z), f);
                     else
                         unpack8(in[b][u], f);
