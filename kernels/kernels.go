@@ -267,6 +267,9 @@ var embedded embed.FS
 func PTX(dir string, v Variant) ([]byte, error) {
 	own, err := embedded.ReadFile(ptxDir + "/" + v.Module())
 	if dir == "" || err != nil {
+		if err != nil && dir != "" {
+			err = fmt.Errorf("--ptx-dir: %s is not embedded, so its argument layout is not known: %w", v.Module(), err)
+		}
 		return own, err
 	}
 	path := filepath.Join(dir, v.Module())
@@ -281,9 +284,10 @@ func PTX(dir string, v Variant) ([]byte, error) {
 	got, ok := ptxArgsStamp(b)
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("--ptx-dir: %s has no argument-layout stamp (%q, scripts/ptx.sh's second line), so it "+
-			"cannot be told to read its arguments where this binary writes them: build it with this tree's scripts/ptx.sh, "+
-			"or run it with the epbench of the tree it was built from", path, strings.TrimSpace(argsStampPrefix))
+		return nil, fmt.Errorf("--ptx-dir: %s has no argument-layout stamp (%q, the second line of scripts/ptx.sh's "+
+			"files), so nothing shows that its kernels read their arguments where this binary writes them: run it with "+
+			"the epbench of the tree it was built from, or build it again with this tree's scripts/ptx.sh",
+			path, strings.TrimSpace(argsStampPrefix))
 	case got != want:
 		return nil, fmt.Errorf("--ptx-dir: %s was built for another layout of the kernels' arguments (LLArgs, GinArgs) "+
 			"than this binary writes (stamp %.12s…, this binary's %.12s…): run it with the epbench of the tree it was "+
@@ -312,8 +316,10 @@ func ptxArgsStamp(ptx []byte) (string, bool) {
 // ArgsStamp computes scripts/ptx.sh's argument-layout stamp from the
 // sources of ll.cuh and ll_gin.cuh: the sha256 over the declarations of
 // LLArgs and GinArgs, each from its "struct NAME {" line to its "};" line
-// with comments and blanks dropped, and a newline after each. Any change to
-// either declaration but its comments and spacing changes the stamp.
+// with // comments, blanks, tabs and carriage returns dropped, and a newline
+// after each. Any change to either declaration but those changes the stamp.
+// (Constants the declarations use, such as kGinMaskWords, count through the
+// size checks: TestArgsPutMirrorsLLArgs, and the GIN global's size at load.)
 func ArgsStamp(llCuh, ginCuh []byte) (string, error) {
 	h := sha256.New()
 	for _, d := range []struct {

@@ -385,6 +385,35 @@ func TestArgsStampIsThePTXScripts(t *testing.T) {
 	}
 }
 
+// Tabs, carriage returns and // comments count for neither ArgsStamp nor
+// scripts/ptx.sh, which agree on such sources too.
+func TestArgsStampIgnoresTabsAndCarriageReturns(t *testing.T) {
+	ll, gin := readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh")
+	base, err := ArgsStamp(ll, gin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dos := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }
+	tabbed := bytes.Replace(ll, []byte("    int32_t rank;"), []byte("\tint32_t\trank;\t// a tab"), 1)
+	if bytes.Equal(tabbed, ll) {
+		t.Fatal("ll.cuh has no \"    int32_t rank;\" line")
+	}
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"ll.cuh": dos(tabbed), "ll_gin.cuh": dos(gin)} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ArgsStamp(dos(tabbed), dos(gin))
+	if err != nil || got != base {
+		t.Errorf("ArgsStamp of the sources with tabs and CRLF: %s %v, want %s", got, err, base)
+	}
+	out, err := exec.Command("bash", "../scripts/ptx.sh", "--args-stamp", dir).Output()
+	if s := strings.TrimSpace(string(out)); err != nil || s != base {
+		t.Errorf("scripts/ptx.sh --args-stamp of the sources with tabs and CRLF: %s %v, want %s", s, err, base)
+	}
+}
+
 func TestArgsStampSeesTheLayoutNotTheComments(t *testing.T) {
 	ll, gin := readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh")
 	base, err := ArgsStamp(ll, gin)

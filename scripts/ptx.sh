@@ -13,8 +13,9 @@
 #   // epbench-args-sha256: <hex>
 # stamps the layout the kernels read their arguments in: the sha256 over the
 # declarations of LLArgs (ll.cuh) and GinArgs (ll_gin.cuh), each from its
-# "struct NAME {" line to its "};" line, comments and blanks dropped, then a
-# newline (args_stamp below; kernels.ArgsStamp computes the same). A binary
+# "struct NAME {" line to its "};" line, with // comments, blanks, tabs and
+# carriage returns dropped, then a newline (args_stamp below;
+# kernels.ArgsStamp computes the same). A binary
 # refuses PTX under --ptx-dir whose layout stamp is not its own: kernels
 # built for another argument block would read every field at the wrong
 # offset and run, their results and times meaningless.
@@ -23,7 +24,9 @@
 #                                names from the list, build only those)
 #        scripts/ptx.sh --defines       (prints each variant's file and nvcc
 #                                        definitions, tab-separated; no nvcc)
-#        scripts/ptx.sh --args-stamp    (prints the argument-layout stamp; no nvcc)
+#        scripts/ptx.sh --args-stamp [DIR]  (prints the argument-layout stamp of
+#                                        DIR's ll.cuh and ll_gin.cuh, by default
+#                                        kernels'; no nvcc)
 # EPBENCH_BREAK=noparity|nofence|flagfirst builds the kernels with one
 # ordering step broken on purpose (ll.cuh), for the tests that show that
 # validation catches it: never into kernels/ptx, never embedded.
@@ -110,17 +113,18 @@ check_nccl_headers() {
 	fi
 }
 
-# args_stamp prints the argument-layout stamp of the second line (above).
+# args_stamp [DIR] prints the argument-layout stamp of the second line
+# (above) for the headers in DIR (default kernels).
 args_stamp() {
-	local spec file name text all=
+	local spec file name text all= dir=${1:-kernels}
 	for spec in ll.cuh:LLArgs ll_gin.cuh:GinArgs; do
 		file=${spec%%:*} name=${spec#*:}
-		text=$(awk -v name="$name" '
+		text=$(LC_ALL=C awk -v name="$name" '
 			$0 ~ "^struct " name " \\{" { on = 1 }
 			on { line = $0; sub(/\/\/.*/, "", line); gsub(/[ \t\r]/, "", line); printf "%s", line }
 			on && /^};/ { found = 1; exit }
-			END { exit !found }' "kernels/$file") || {
-			echo "ptx: kernels/$file has no \"struct $name {\" ... \"};\" declaration" >&2
+			END { exit !found }' "$dir/$file") || {
+			echo "ptx: $dir/$file has no \"struct $name {\" ... \"};\" declaration" >&2
 			return 1
 		}
 		all+=$text$'\n'
@@ -128,7 +132,7 @@ args_stamp() {
 	printf '%s' "$all" | sha256sum | cut -d' ' -f1
 }
 if [ "${1:-}" = --args-stamp ]; then
-	args_stamp
+	args_stamp "${2:-}"
 	exit
 fi
 
