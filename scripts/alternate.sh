@@ -8,10 +8,12 @@
 # earlier release's; it must take the configurations' flags).
 # Prints, per configuration and build, the kernel timer's dispatch and combine averages over the rounds as min–max
 # (us), a markdown table.
-# With -V, each build first runs each configuration once validated (-w 3 -i 20 -V), and a build is not timed on
-# a configuration it did not pass: a time counts only for kernels whose results are right.
-# Usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-p NP] [-V] [-c 'FLAGS']... NAME=DIR|NAME=embedded|NAME=exe:PATH...
+# Each build first runs each configuration once validated (-w 3 -i 20 -V), and a build is not timed on a
+# configuration it did not pass: a time counts only for kernels whose results are right. -n skips that (the
+# table's last line then says the times were not validated).
+# Usage: scripts/alternate.sh [-r ROUNDS] [-i ITERS] [-p NP] [-n] [-c 'FLAGS']... NAME=DIR|NAME=embedded|NAME=exe:PATH...
 #   -r rounds (default 3), -i timed iterations per run (default 300), -p ranks (mpirun -np, default 1),
+#   -n time without validating first, -V validate first (the default; kept for old command lines),
 #   -c one configuration's epbench flags (repeatable; default: the defaults, ''), -h this help.
 # Environment: EPBENCH (default bin/epbench), MPIRUN (default mpirun), MPIRUN_ARGS, LIMIT (seconds per run,
 # default 120). Exit 0 when every run gave its numbers, 1 when one failed (FAIL in its cell) or a build did not
@@ -21,14 +23,15 @@ set -uo pipefail
 # shellcheck source=usage.sh
 source "$(dirname "$0")/usage.sh"
 
-rounds=3 iters=300 np=1 validate=
+rounds=3 iters=300 np=1 validate=1
 configs=()
-while getopts ":r:i:p:c:Vh" opt; do
+while getopts ":r:i:p:c:nVh" opt; do
 	case $opt in
 	r) rounds=$OPTARG ;;
 	i) iters=$OPTARG ;;
 	p) np=$OPTARG ;;
 	c) configs+=("$OPTARG") ;;
+	n) validate= ;;
 	V) validate=1 ;;
 	*) common_opt "$opt" ;;
 	esac
@@ -179,5 +182,7 @@ for ci in "${!configs[@]}"; do
 	echo "$row"
 done
 echo
-echo "kernel timer, dispatch / combine avg (us), min–max over $rounds rounds of -i $iters at $np rank(s), builds alternated"
+checked="each build validated first (-w 3 -i 20 -V)"
+[ -n "$validate" ] || checked="NOT validated (-n)"
+echo "kernel timer, dispatch / combine avg (us), min–max over $rounds rounds of -i $iters at $np rank(s), builds alternated, $checked"
 exit $status

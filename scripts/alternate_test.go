@@ -109,7 +109,7 @@ func (r *alternateRig) calls() []string {
 func TestAlternateRunsBuildsInTurnAndTabulatesRounds(t *testing.T) {
 	r := newAlternateRig(t)
 	a, b := filepath.Join(r.dir, "a"), filepath.Join(r.dir, "b")
-	out, errs, code := r.run("-r", "3", "-i", "50", "-c", "", "-c", "-t 1", "A="+a, "B="+b, "E=embedded")
+	out, errs, code := r.run("-n", "-r", "3", "-i", "50", "-c", "", "-c", "-t 1", "A="+a, "B="+b, "E=embedded")
 	require.Equal(t, 0, code, "stderr:\n%s", errs)
 
 	// Each round: every configuration, every build in turn.
@@ -125,16 +125,36 @@ func TestAlternateRunsBuildsInTurnAndTabulatesRounds(t *testing.T) {
 	assert.Contains(t, out, "| flags | A | B | E |\n|---|---|---|---|\n")
 	assert.Contains(t, out, "| defaults | 6.00–6.02 / 5.00–5.02 | 7.00–7.02 / 6.00–6.02 | 8.00–8.02 / 7.00–7.02 |\n")
 	assert.Contains(t, out, "| -t 1 | 6.00–6.02 / 5.00–5.02 | 7.00–7.02 / 6.00–6.02 | 8.00–8.02 / 7.00–7.02 |\n")
-	assert.Contains(t, out, "min–max over 3 rounds of -i 50 at 1 rank(s)")
+	assert.Contains(t, out, "min–max over 3 rounds of -i 50 at 1 rank(s), builds alternated, NOT validated (-n)")
 	assert.Contains(t, errs, "round 2 [-t 1] B: dispatch 7.01 combine 6.01 us")
 }
 
 func TestAlternateOneRoundPrintsOneValue(t *testing.T) {
 	r := newAlternateRig(t)
-	out, errs, code := r.run("-r", "1", "A="+filepath.Join(r.dir, "a"))
+	out, errs, code := r.run("-n", "-r", "1", "A="+filepath.Join(r.dir, "a"))
 	require.Equal(t, 0, code, "stderr:\n%s", errs)
 	assert.Contains(t, out, "| defaults | 6.00 / 5.00 |\n")
 	assert.Equal(t, []string{"--ptx-dir " + filepath.Join(r.dir, "a") + " -i 300"}, r.calls())
+}
+
+// Without -n, every build is validated on every configuration before any
+// time is taken (-V, the old spelling, asks for the same).
+func TestAlternateValidatesByDefault(t *testing.T) {
+	for _, flag := range []string{"", "-V"} {
+		r := newAlternateRig(t)
+		a := filepath.Join(r.dir, "a")
+		args := []string{"-r", "1", "-c", "", "-c", "-t 1", "A=" + a, "E=embedded"}
+		if flag != "" {
+			args = append([]string{flag}, args...)
+		}
+		out, errs, code := r.run(args...)
+		require.Equal(t, 0, code, "stderr:\n%s", errs)
+		assert.Equal(t, []string{
+			"--ptx-dir " + a + " -w 3 -i 20 -V", "-w 3 -i 20 -V", "--ptx-dir " + a + " -w 3 -i 20 -V -t 1", "-w 3 -i 20 -V -t 1",
+			"--ptx-dir " + a + " -i 300", "-i 300", "--ptx-dir " + a + " -i 300 -t 1", "-i 300 -t 1",
+		}, r.calls(), "flag %q", flag)
+		assert.Contains(t, out, "builds alternated, each build validated first (-w 3 -i 20 -V)\n", "flag %q", flag)
+	}
 }
 
 func TestAlternateRunsAnotherExecutableWithItsOwnKernels(t *testing.T) {
@@ -184,7 +204,7 @@ trap 'sleep 1; echo stopped >> "$LOG"; exit 143' TERM
 sleep 30 &
 wait $!
 `), 0o755))
-	cmd := r.command([]string{"EPBENCH=" + slow, "LIMIT=120"}, "-r", "3", "A=embedded")
+	cmd := r.command([]string{"EPBENCH=" + slow, "LIMIT=120"}, "-n", "-r", "3", "A=embedded")
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(10 * time.Second)
 	for len(r.calls()) < 1 || r.calls()[0] == "" {
@@ -204,14 +224,14 @@ wait $!
 func TestAlternatePassesFlagsAsWordsNotFileNames(t *testing.T) {
 	r := newAlternateRig(t)
 	// alternate.sh's own folder has files for '*' to match.
-	_, errs, code := r.run("-r", "1", "-c", "-t 1 *", "A=embedded")
+	_, errs, code := r.run("-n", "-r", "1", "-c", "-t 1 *", "A=embedded")
 	require.Equal(t, 0, code, "stderr:\n%s", errs)
 	assert.Equal(t, []string{"-i 300 -t 1 *"}, r.calls())
 }
 
 func TestAlternateMarksAFailedRun(t *testing.T) {
 	r := newAlternateRig(t)
-	out, errs, code := r.run("-r", "2", "-c", "-t 9", "-c", "-t 2", "A="+filepath.Join(r.dir, "a"))
+	out, errs, code := r.run("-n", "-r", "2", "-c", "-t 9", "-c", "-t 2", "A="+filepath.Join(r.dir, "a"))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errs, "alternate: round 1, A [-t 9]: exit 4, no kernel times")
 	assert.Contains(t, out, "| -t 9 | FAIL / FAIL |\n")
