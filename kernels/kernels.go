@@ -261,14 +261,15 @@ var embedded embed.FS
 
 // PTX returns the PTX of variant v: the embedded file, or, when dir is not
 // empty, the development override dir/<v.Module()>, which must carry the
-// embedded file's argument-layout stamp: kernels built for another layout
-// of the argument block would read every field at another offset than Args
-// writes it, and run.
+// embedded file's interface stamp: kernels built for another layout of the
+// argument blocks, or for other message and slot sizes, would read every
+// field at another offset than Args writes it or write past the buffers the
+// host sized, and still run.
 func PTX(dir string, v Variant) ([]byte, error) {
 	own, err := embedded.ReadFile(ptxDir + "/" + v.Module())
 	if dir == "" || err != nil {
 		if err != nil && dir != "" {
-			err = fmt.Errorf("--ptx-dir: %s is not embedded, so its argument layout is not known: %w", v.Module(), err)
+			err = fmt.Errorf("--ptx-dir: %s is not embedded, so its interface is not known: %w", v.Module(), err)
 		}
 		return own, err
 	}
@@ -277,73 +278,92 @@ func PTX(dir string, v Variant) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--ptx-dir: %w", err)
 	}
-	want, ok := ptxArgsStamp(own)
+	want, ok := ptxInterfaceStamp(own)
 	if !ok {
-		return nil, fmt.Errorf("the embedded %s has no argument-layout stamp: rebuild kernels/ptx with scripts/ptx.sh", v.Module())
+		return nil, fmt.Errorf("the embedded %s has no interface stamp: rebuild kernels/ptx with scripts/ptx.sh", v.Module())
 	}
-	got, ok := ptxArgsStamp(b)
+	got, ok := ptxInterfaceStamp(b)
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("--ptx-dir: %s has no argument-layout stamp (%q, the second line of scripts/ptx.sh's "+
-			"files), so nothing shows that its kernels read their arguments where this binary writes them: run it with "+
+		return nil, fmt.Errorf("--ptx-dir: %s has no interface stamp (%q, the second line of scripts/ptx.sh's "+
+			"files), so nothing shows that its kernels read their arguments and size their messages as this binary "+
+			"does: run it with "+
 			"the epbench of the tree it was built from, or build it again with this tree's scripts/ptx.sh",
-			path, strings.TrimSpace(argsStampPrefix))
+			path, strings.TrimSpace(interfaceStampPrefix))
 	case got != want:
-		return nil, fmt.Errorf("--ptx-dir: %s was built for another layout of the kernels' arguments (LLArgs, GinArgs) "+
-			"than this binary writes (stamp %.12s…, this binary's %.12s…): run it with the epbench of the tree it was "+
-			"built from", path, got, want)
+		return nil, fmt.Errorf("--ptx-dir: %s was built for another interface (the argument blocks, constants and "+
+			"sizes of ll.cuh and ll_gin.cuh) than this binary's (stamp %.12s…, this binary's %.12s…): run it with the "+
+			"epbench of the tree it was built from", path, got, want)
 	}
 	return b, nil
 }
 
-// argsStampPrefix starts the second line scripts/ptx.sh writes into every
-// PTX file: the sha256 of the argument blocks' declarations (ArgsStamp).
-const argsStampPrefix = "// epbench-args-sha256: "
+// interfaceStampPrefix starts the second line scripts/ptx.sh writes into
+// every PTX file: the sha256 of what the host mirrors of the kernels' headers
+// (InterfaceStamp).
+const interfaceStampPrefix = "// epbench-interface-sha256: "
 
-// ptxArgsStamp is the argument-layout stamp among a PTX file's leading
+// ptxInterfaceStamp is the interface stamp among a PTX file's leading
 // comment lines.
-func ptxArgsStamp(ptx []byte) (string, bool) {
+func ptxInterfaceStamp(ptx []byte) (string, bool) {
 	for rest := string(ptx); strings.HasPrefix(rest, "//"); {
 		var line string
 		line, rest, _ = strings.Cut(rest, "\n")
-		if s, ok := strings.CutPrefix(line, argsStampPrefix); ok {
+		if s, ok := strings.CutPrefix(line, interfaceStampPrefix); ok {
 			return strings.TrimSpace(s), true
 		}
 	}
 	return "", false
 }
 
-// ArgsStamp computes scripts/ptx.sh's argument-layout stamp from the
-// sources of ll.cuh and ll_gin.cuh: the sha256 over the declarations of
-// LLArgs and GinArgs, each from its "struct NAME {" line to its "};" line
-// with // comments, blanks, tabs and carriage returns dropped, and a newline
-// after each. Any change to either declaration but those changes the stamp.
-// (Constants the declarations use, such as kGinMaskWords, count through the
-// size checks: TestArgsPutMirrorsLLArgs, and the GIN global's size at load.)
-func ArgsStamp(llCuh, ginCuh []byte) (string, error) {
+// InterfaceStamp computes scripts/ptx.sh's interface stamp from the sources
+// of ll.cuh and ll_gin.cuh: the sha256 over, for each file in turn, the text
+// the host mirrors (the argument blocks' declarations LLArgs and GinArgs,
+// from the "struct NAME {" line to the "};" line; every line that starts
+// with "constexpr "; every "__host__ __device__" function to the line that
+// closes it), each line without its // comment, blanks, tabs and carriage
+// returns, and a newline after each file. A change to any of that but
+// comments and spacing changes the stamp.
+func InterfaceStamp(llCuh, ginCuh []byte) (string, error) {
+	norm := func(line string) string {
+		line, _, _ = strings.Cut(line, "//")
+		return strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\t' || r == '\r' {
+				return -1
+			}
+			return r
+		}, line)
+	}
 	h := sha256.New()
 	for _, d := range []struct {
 		file, name string
 		src        []byte
 	}{{"ll.cuh", "LLArgs", llCuh}, {"ll_gin.cuh", "GinArgs", ginCuh}} {
-		on, found := false, false
+		inStruct, found, inFn, depth := false, false, false, 0
 		for _, line := range strings.Split(string(d.src), "\n") {
 			if strings.HasPrefix(line, "struct "+d.name+" {") {
-				on = true
+				inStruct = true
 			}
-			if !on {
-				continue
-			}
-			text, _, _ := strings.Cut(line, "//")
-			h.Write([]byte(strings.Map(func(r rune) rune {
-				if r == ' ' || r == '\t' || r == '\r' {
-					return -1
+			switch {
+			case inStruct:
+				h.Write([]byte(norm(line)))
+				if strings.HasPrefix(line, "};") {
+					inStruct, found = false, true
 				}
-				return r
-			}, text)))
-			if strings.HasPrefix(line, "};") {
-				found = true
-				break
+				continue
+			case strings.HasPrefix(line, "constexpr "):
+				h.Write([]byte(norm(line)))
+				continue
+			case strings.HasPrefix(line, "__host__ __device__ "):
+				inFn, depth = true, 0
+			}
+			if inFn {
+				l := norm(line)
+				h.Write([]byte(l))
+				depth += strings.Count(l, "{") - strings.Count(l, "}")
+				if depth <= 0 && strings.Contains(l, "}") {
+					inFn = false
+				}
 			}
 		}
 		if !found {

@@ -209,8 +209,8 @@ func TestPTXOverride(t *testing.T) {
 	if _, err := PTX(dir, v); err == nil {
 		t.Fatal("missing override file accepted")
 	}
-	stamp, _ := ptxArgsStamp(embeddedPTX(t, v))
-	x := "// epbench-src-sha256: another build\n" + argsStampPrefix + stamp + "\n//\nx"
+	stamp, _ := ptxInterfaceStamp(embeddedPTX(t, v))
+	x := "// epbench-src-sha256: another build\n" + interfaceStampPrefix + stamp + "\n//\nx"
 	if err := os.WriteFile(filepath.Join(dir, v.Module()), []byte(x), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -357,66 +357,82 @@ func readKernelSource(t *testing.T, name string) []byte {
 	return b
 }
 
-func TestPTXArgsStampMatchesSources(t *testing.T) {
-	want, err := ArgsStamp(readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh"))
+func TestPTXInterfaceStampMatchesSources(t *testing.T) {
+	want, err := InterfaceStamp(readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range Variants() {
-		got, ok := ptxArgsStamp(embeddedPTX(t, v))
+		got, ok := ptxInterfaceStamp(embeddedPTX(t, v))
 		if !ok || got != want {
-			t.Fatalf("%s: argument-layout stamp %q (found %v), the sources' %s: run `make ptx` with CUDA 13", v.Module(), got, ok, want)
+			t.Fatalf("%s: interface stamp %q (found %v), the sources' %s: run `make ptx` with CUDA 13", v.Module(), got, ok, want)
 		}
 	}
 }
 
-// The stamp scripts/ptx.sh writes is the one ArgsStamp computes.
-func TestArgsStampIsThePTXScripts(t *testing.T) {
-	out, err := exec.Command("bash", "../scripts/ptx.sh", "--args-stamp").Output()
+// The stamp scripts/ptx.sh writes is the one InterfaceStamp computes.
+func TestInterfaceStampIsThePTXScripts(t *testing.T) {
+	out, err := exec.Command("bash", "../scripts/ptx.sh", "--interface-stamp").Output()
 	if err != nil {
-		t.Fatalf("scripts/ptx.sh --args-stamp: %v", err)
+		t.Fatalf("scripts/ptx.sh --interface-stamp: %v", err)
 	}
-	want, err := ArgsStamp(readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh"))
+	want, err := InterfaceStamp(readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.TrimSpace(string(out)); got != want {
-		t.Fatalf("scripts/ptx.sh stamps %s, ArgsStamp computes %s", got, want)
+		t.Fatalf("scripts/ptx.sh stamps %s, InterfaceStamp computes %s", got, want)
 	}
 }
 
-// Tabs, carriage returns and // comments count for neither ArgsStamp nor
-// scripts/ptx.sh, which agree on such sources too.
-func TestArgsStampIgnoresTabsAndCarriageReturns(t *testing.T) {
+// scripts/ptx.sh and InterfaceStamp agree on edited sources too: with tabs
+// and CRLF line ends (which count for neither), and with changes to each
+// kind of text the stamp covers.
+func TestInterfaceStampScriptAgreesOnEditedSources(t *testing.T) {
 	ll, gin := readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh")
-	base, err := ArgsStamp(ll, gin)
+	base, err := InterfaceStamp(ll, gin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dos := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }
-	tabbed := bytes.Replace(ll, []byte("    int32_t rank;"), []byte("\tint32_t\trank;\t// a tab"), 1)
-	if bytes.Equal(tabbed, ll) {
-		t.Fatal("ll.cuh has no \"    int32_t rank;\" line")
-	}
-	dir := t.TempDir()
-	for name, b := range map[string][]byte{"ll.cuh": dos(tabbed), "ll_gin.cuh": dos(gin)} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
+	edit := func(src []byte, old, new string) []byte {
+		t.Helper()
+		if !bytes.Contains(src, []byte(old)) {
+			t.Fatalf("the source has no %q", old)
 		}
+		return bytes.Replace(src, []byte(old), []byte(new), 1)
 	}
-	got, err := ArgsStamp(dos(tabbed), dos(gin))
-	if err != nil || got != base {
-		t.Errorf("ArgsStamp of the sources with tabs and CRLF: %s %v, want %s", got, err, base)
-	}
-	out, err := exec.Command("bash", "../scripts/ptx.sh", "--args-stamp", dir).Output()
-	if s := strings.TrimSpace(string(out)); err != nil || s != base {
-		t.Errorf("scripts/ptx.sh --args-stamp of the sources with tabs and CRLF: %s %v, want %s", s, err, base)
+	dos := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }
+	for _, c := range []struct {
+		name    string
+		ll, gin []byte
+		same    bool // the stamp is the sources'
+	}{
+		{"tabs and CRLF", dos(edit(ll, "    int32_t rank;", "\tint32_t\trank;\t// a tab")), dos(gin), true},
+		{"fields swapped", edit(ll, "    int32_t rank;\n    int32_t ranks;\n", "    int32_t ranks;\n    int32_t rank;\n"), gin, false},
+		{"a constant", edit(ll, "constexpr int kLineWords = 14;", "constexpr int kLineWords = 13;"), gin, false},
+		{"a size's last line", edit(ll, "lines_row_lines(hidden, false));", "lines_row_lines(hidden, true));"), gin, false},
+		{"a GIN constant", ll, edit(gin, "constexpr int kGinMaskWords = 256 / 64;", "constexpr int kGinMaskWords = 8;"), false},
+	} {
+		dir := t.TempDir()
+		for name, b := range map[string][]byte{"ll.cuh": c.ll, "ll_gin.cuh": c.gin} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := InterfaceStamp(c.ll, c.gin)
+		if err != nil || (got == base) != c.same {
+			t.Errorf("%s: InterfaceStamp %s %v, the sources' %s", c.name, got, err, base)
+		}
+		out, err := exec.Command("bash", "../scripts/ptx.sh", "--interface-stamp", dir).Output()
+		if s := strings.TrimSpace(string(out)); err != nil || s != got {
+			t.Errorf("%s: scripts/ptx.sh --interface-stamp %s %v, InterfaceStamp %s", c.name, s, err, got)
+		}
 	}
 }
 
-func TestArgsStampSeesTheLayoutNotTheComments(t *testing.T) {
+func TestInterfaceStampSeesTheInterfaceNotTheComments(t *testing.T) {
 	ll, gin := readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh")
-	base, err := ArgsStamp(ll, gin)
+	base, err := InterfaceStamp(ll, gin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +445,7 @@ func TestArgsStampSeesTheLayoutNotTheComments(t *testing.T) {
 	}
 	stamp := func(ll, gin []byte) string {
 		t.Helper()
-		s, err := ArgsStamp(ll, gin)
+		s, err := InterfaceStamp(ll, gin)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,30 +459,43 @@ func TestArgsStampSeesTheLayoutNotTheComments(t *testing.T) {
 	if stamp(ll, edit(gin, "uint64_t region;", "uint64_t region2;")) == base {
 		t.Error("renaming a GinArgs field leaves the stamp")
 	}
-	// Comments, blanks and text outside the declarations do not count.
+	// The constants and the sizes the host mirrors, in either file.
+	if stamp(edit(ll, "constexpr int kLineWords = 14;", "constexpr int kLineWords = 13;"), gin) == base {
+		t.Error("another kLineWords leaves the stamp")
+	}
+	if stamp(ll, edit(gin, "constexpr int kGinMaskWords = 256 / 64;", "constexpr int kGinMaskWords = 8;")) == base {
+		t.Error("another kGinMaskWords leaves the stamp")
+	}
+	// The closing line of a function of several lines belongs to it.
+	if stamp(edit(ll, "    return 128 * (lines_header_lines(topk) + lines_row_lines(hidden, false));",
+		"    return 128 * (lines_header_lines(topk) + lines_row_lines(hidden, true));"), gin) == base {
+		t.Error("another lines_slot_bytes leaves the stamp")
+	}
+	// Comments, blanks, and device code the host does not mirror, do not count.
 	same := edit(ll, "    int32_t rank;\n", "    int32_t   rank;   // renamed in a comment only\n\n")
 	same = edit(same, "struct LLArgs {", "// a comment before\nstruct LLArgs {")
+	same = edit(same, "__device__ __forceinline__ float mul_add_rn(", "__device__ __forceinline__ float mul_add_rn2(")
 	if stamp(same, gin) != base {
-		t.Error("a comment or blank inside LLArgs changes the stamp")
+		t.Error("a comment or blank inside LLArgs, or a device function, changes the stamp")
 	}
-	if _, err := ArgsStamp(edit(ll, "struct LLArgs {", "struct Other {"), gin); err == nil {
+	if _, err := InterfaceStamp(edit(ll, "struct LLArgs {", "struct Other {"), gin); err == nil {
 		t.Error("a source without LLArgs gave a stamp")
 	}
 }
 
-func TestPTXDirRefusesAnotherArgsLayout(t *testing.T) {
+func TestPTXDirRefusesAnotherInterface(t *testing.T) {
 	v := Variants()[0]
 	own := embeddedPTX(t, v)
-	stamp, ok := ptxArgsStamp(own)
+	stamp, ok := ptxInterfaceStamp(own)
 	if !ok {
-		t.Fatalf("%s has no argument-layout stamp", v.Module())
+		t.Fatalf("%s has no interface stamp", v.Module())
 	}
 	for _, c := range []struct {
 		name, ptx, refusal string
 	}{
-		{"the same layout", string(own), ""},
-		{"another layout", strings.Replace(string(own), stamp, strings.Repeat("0", len(stamp)), 1), "another layout"},
-		{"no stamp", strings.Replace(string(own), argsStampPrefix+stamp+"\n", "", 1), "no argument-layout stamp"},
+		{"the same interface", string(own), ""},
+		{"another interface", strings.Replace(string(own), stamp, strings.Repeat("0", len(stamp)), 1), "another interface"},
+		{"no stamp", strings.Replace(string(own), interfaceStampPrefix+stamp+"\n", "", 1), "no interface stamp"},
 	} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, v.Module()), []byte(c.ptx), 0o644); err != nil {

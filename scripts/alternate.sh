@@ -2,8 +2,8 @@
 # Times kernel builds alternated, as docs/PERF.md's kernel entries are measured: every round runs each
 # configuration with every build in turn (one mpirun each), so that a drift of the GPU or the node over the
 # minutes of the measurement falls on all builds alike. A build is NAME=DIR (its PTX, loaded with --ptx-dir;
-# scripts/ptx.sh nvcc DIR builds it; epbench refuses it unless it was built for the binary's argument layout,
-# and PTX of another layout is timed as NAME=exe:PATH with the binary of its own tree), NAME=embedded (the
+# scripts/ptx.sh nvcc DIR builds it; epbench refuses it unless it was built for the binary's interface, and
+# PTX of another interface is timed as NAME=exe:PATH with the binary of its own tree), NAME=embedded (the
 # kernels in the binary) or NAME=exe:PATH (another epbench executable with the kernels embedded in it, e.g. an
 # earlier release's; it must take the configurations' flags).
 # Prints, per configuration and build, the kernel timer's dispatch and combine averages over the rounds as min–max

@@ -10,21 +10,25 @@
 # "variant: <defines>\n". kernels/ptx_test.go recomputes it, so CI (without
 # nvcc) notices sources changed without new PTX, and checks that the files
 # are exactly the variants the launcher can ask for. The second line,
-#   // epbench-args-sha256: <hex>
-# stamps the layout the kernels read their arguments in: the sha256 over the
-# declarations of LLArgs (ll.cuh) and GinArgs (ll_gin.cuh), each from its
-# "struct NAME {" line to its "};" line, with // comments, blanks, tabs and
-# carriage returns dropped, then a newline (args_stamp below;
-# kernels.ArgsStamp computes the same). A binary
-# refuses PTX under --ptx-dir whose layout stamp is not its own: kernels
-# built for another argument block would read every field at the wrong
-# offset and run, their results and times meaningless.
+#   // epbench-interface-sha256: <hex>
+# stamps the interface between the host and the kernels: the sha256 over the
+# text of ll.cuh, then of ll_gin.cuh, that the host mirrors: the argument
+# blocks' declarations (LLArgs, GinArgs: from the "struct NAME {" line to
+# the "};" line), every line that starts with "constexpr " (the modes,
+# protocols, phases, limits), and every "__host__ __device__" function to
+# the line that closes it (the message, slot and line sizes); each line
+# without its // comment, blanks, tabs and carriage returns, and a newline
+# after each file (interface_stamp below; kernels.InterfaceStamp computes
+# the same). A binary refuses PTX under --ptx-dir whose interface stamp is
+# not its own: kernels built for another argument block, or other sizes,
+# would read every field at the wrong offset or write past the buffers the
+# host sized, and still run, their results and times meaningless.
 # Usage: scripts/ptx.sh NVCC [OUTDIR [VARIANT...]]
 #                               (OUTDIR defaults to kernels/ptx; VARIANTs,
 #                                names from the list, build only those)
 #        scripts/ptx.sh --defines       (prints each variant's file and nvcc
 #                                        definitions, tab-separated; no nvcc)
-#        scripts/ptx.sh --args-stamp [DIR]  (prints the argument-layout stamp of
+#        scripts/ptx.sh --interface-stamp [DIR]  (prints the interface stamp of
 #                                        DIR's ll.cuh and ll_gin.cuh, by default
 #                                        kernels'; no nvcc)
 # EPBENCH_BREAK=noparity|nofence|flagfirst builds the kernels with one
@@ -113,16 +117,27 @@ check_nccl_headers() {
 	fi
 }
 
-# args_stamp [DIR] prints the argument-layout stamp of the second line
+# interface_stamp [DIR] prints the interface stamp of the second line
 # (above) for the headers in DIR (default kernels).
-args_stamp() {
+interface_stamp() {
 	local spec file name text all= dir=${1:-kernels}
 	for spec in ll.cuh:LLArgs ll_gin.cuh:GinArgs; do
 		file=${spec%%:*} name=${spec#*:}
 		text=$(LC_ALL=C awk -v name="$name" '
-			$0 ~ "^struct " name " \\{" { on = 1 }
-			on { line = $0; sub(/\/\/.*/, "", line); gsub(/[ \t\r]/, "", line); printf "%s", line }
-			on && /^};/ { found = 1; exit }
+			function norm(l) { sub(/\/\/.*/, "", l); gsub(/[ \t\r]/, "", l); return l }
+			$0 ~ "^struct " name " \\{" { in_struct = 1 }
+			in_struct {
+				printf "%s", norm($0)
+				if ($0 ~ /^};/) { in_struct = 0; found = 1 }
+				next
+			}
+			/^constexpr / { printf "%s", norm($0); next }
+			/^__host__ __device__ / { in_fn = 1; depth = 0 }
+			in_fn {
+				l = norm($0); printf "%s", l
+				t = l; depth += gsub(/\{/, "", t); t = l; depth -= gsub(/\}/, "", t)
+				if (depth <= 0 && l ~ /\}/) in_fn = 0
+			}
 			END { exit !found }' "$dir/$file") || {
 			echo "ptx: $dir/$file has no \"struct $name {\" ... \"};\" declaration" >&2
 			return 1
@@ -131,8 +146,8 @@ args_stamp() {
 	done
 	printf '%s' "$all" | sha256sum | cut -d' ' -f1
 }
-if [ "${1:-}" = --args-stamp ]; then
-	args_stamp "${2:-}"
+if [ "${1:-}" = --interface-stamp ]; then
+	interface_stamp "${2:-}"
 	exit
 fi
 
@@ -211,7 +226,7 @@ if [ "$release" != 13 ] && [ -z "${EPBENCH_ANY_NVCC:-}" ]; then
 	exit 1
 fi
 flags=$(cat kernels/nvcc.flags)
-args=$(args_stamp)
+iface=$(interface_stamp)
 sources=$(cd kernels && ls *.cu *.cuh | LC_ALL=C sort)
 stamp() {
 	{
@@ -236,7 +251,7 @@ for i in "${!names[@]}"; do
 		"$nvcc" $flags $defines ${broken:+-DEPBENCH_BREAK=$broken} "${inc[@]}" -o "$tmp/$name.raw" kernels/ll.cu
 		{
 			printf '// epbench-src-sha256: %s\n' "$(stamp "$defines")"
-			printf '// epbench-args-sha256: %s\n' "$args"
+			printf '// epbench-interface-sha256: %s\n' "$iface"
 			cat "$tmp/$name.raw"
 		} >"$tmp/$name.ptx"
 	) &
