@@ -280,7 +280,7 @@ func PTX(dir string, v Variant) ([]byte, error) {
 	}
 	want, ok := ptxInterfaceStamp(own)
 	if !ok {
-		return nil, fmt.Errorf("the embedded %s has no interface stamp: rebuild kernels/ptx with scripts/ptx.sh", v.Module())
+		return nil, fmt.Errorf("--ptx-dir: the embedded %s has no interface stamp to compare with: rebuild kernels/ptx with scripts/ptx.sh", v.Module())
 	}
 	got, ok := ptxInterfaceStamp(b)
 	switch {
@@ -317,51 +317,66 @@ func ptxInterfaceStamp(ptx []byte) (string, bool) {
 }
 
 // InterfaceStamp computes scripts/ptx.sh's interface stamp from the sources
-// of ll.cuh and ll_gin.cuh: the sha256 over, for each file in turn, the text
-// the host mirrors (the argument blocks' declarations LLArgs and GinArgs,
-// from the "struct NAME {" line to the "};" line; every line that starts
-// with "constexpr "; every "__host__ __device__" function to the line that
-// closes it), each line without its // comment, blanks, tabs and carriage
-// returns, and a newline after each file. A change to any of that but
-// comments and spacing changes the stamp.
+// of ll.cuh and ll_gin.cuh: the sha256 of interfaceText. A change to that
+// text but for comments and spacing changes the stamp.
 func InterfaceStamp(llCuh, ginCuh []byte) (string, error) {
+	text, err := interfaceText(llCuh, ginCuh)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// interfaceText is what the host mirrors of ll.cuh, then of ll_gin.cuh, as
+// the stamp hashes it: the argument block's declaration (LLArgs, GinArgs),
+// from its "struct NAME {" line to its "};" line; every line that starts
+// with "constexpr "; every line that starts with "__host__ __device__ ", to
+// the line that closes the function's braces (or, for a declaration without
+// a body, ends in ";"). Each line goes in without its // comment, blanks,
+// tabs and carriage returns, and a newline follows each file. What the host
+// mirrors must be written in these forms, at the start of a line
+// (TestInterfaceTextHoldsTheMirrors checks the names it mirrors).
+func interfaceText(llCuh, ginCuh []byte) (string, error) {
 	norm := func(line string) string {
 		line, _, _ = strings.Cut(line, "//")
-		return strings.Map(func(r rune) rune {
-			if r == ' ' || r == '\t' || r == '\r' {
-				return -1
+		b := make([]byte, 0, len(line))
+		for i := 0; i < len(line); i++ {
+			if c := line[i]; c != ' ' && c != '\t' && c != '\r' {
+				b = append(b, c)
 			}
-			return r
-		}, line)
+		}
+		return string(b)
 	}
-	h := sha256.New()
+	var out strings.Builder
 	for _, d := range []struct {
 		file, name string
 		src        []byte
 	}{{"ll.cuh", "LLArgs", llCuh}, {"ll_gin.cuh", "GinArgs", ginCuh}} {
-		inStruct, found, inFn, depth := false, false, false, 0
+		inStruct, found, inFn, opened, depth := false, false, false, false, 0
 		for _, line := range strings.Split(string(d.src), "\n") {
 			if strings.HasPrefix(line, "struct "+d.name+" {") {
 				inStruct = true
 			}
 			switch {
 			case inStruct:
-				h.Write([]byte(norm(line)))
+				out.WriteString(norm(line))
 				if strings.HasPrefix(line, "};") {
 					inStruct, found = false, true
 				}
 				continue
 			case strings.HasPrefix(line, "constexpr "):
-				h.Write([]byte(norm(line)))
+				out.WriteString(norm(line))
 				continue
 			case strings.HasPrefix(line, "__host__ __device__ "):
-				inFn, depth = true, 0
+				inFn, opened, depth = true, false, 0
 			}
 			if inFn {
 				l := norm(line)
-				h.Write([]byte(l))
+				out.WriteString(l)
 				depth += strings.Count(l, "{") - strings.Count(l, "}")
-				if depth <= 0 && strings.Contains(l, "}") {
+				opened = opened || strings.Contains(l, "{")
+				if (opened && depth <= 0) || (!opened && strings.HasSuffix(l, ";")) {
 					inFn = false
 				}
 			}
@@ -369,7 +384,7 @@ func InterfaceStamp(llCuh, ginCuh []byte) (string, error) {
 		if !found {
 			return "", fmt.Errorf("%s has no \"struct %s {\" ... \"};\" declaration", d.file, d.name)
 		}
-		h.Write([]byte("\n"))
+		out.WriteString("\n")
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return out.String(), nil
 }

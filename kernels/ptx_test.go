@@ -443,6 +443,127 @@ func TestInterfaceStampSeesTheInterfaceNotTheComments(t *testing.T) {
 	}
 }
 
+// The two implementations agree on the shapes the current headers do not
+// have: each edit of a made-up header pair changes the stamp in both, or in
+// neither, as the rules say.
+func TestInterfaceStampRulesOnMadeUpHeaders(t *testing.T) {
+	const ll = `// a made-up ll.cuh
+struct LLArgs {
+    int a;  // };
+    int b;
+};
+constexpr int kA = 1;  // a comment
+__host__ __device__ inline int decl(int x);
+__device__ int dev_after_decl() { return 1; }
+__host__ __device__ inline int split(int x)
+{
+    return x + 1;  // } in a comment
+}
+__device__ int dev_after_split() { return 2; }
+__host__ __device__ inline int nested(int x) {
+    if (x) {
+        return 3;
+    }
+    return 4;  // { in a comment
+}
+__device__ int dev() {
+    constexpr int kLocal = 5;
+    return kLocal;
+}
+constexpr int kLast = 6;`
+	const gin = "struct GinArgs {\n    int w;\n};\n"
+	write := func(dir, ll string) {
+		t.Helper()
+		for name, text := range map[string]string{"ll.cuh": ll, "ll_gin.cuh": gin} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	both := func(ll string) string {
+		t.Helper()
+		dir := t.TempDir()
+		write(dir, ll)
+		got, err := InterfaceStamp([]byte(ll), []byte(gin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("bash", "../scripts/ptx.sh", "--interface-stamp", dir).Output()
+		if s := strings.TrimSpace(string(out)); err != nil || s != got {
+			t.Fatalf("scripts/ptx.sh --interface-stamp %s %v, InterfaceStamp %s, for\n%s", s, err, got, ll)
+		}
+		return got
+	}
+	base := both(ll)
+	for _, c := range []struct {
+		old, new string
+		same     bool
+	}{
+		{"    int b;", "    int c;", false},
+		{"kA = 1;", "kA = 2;", false},
+		{"kLast = 6;", "kLast = 7;", false},
+		{"decl(int x);", "decl(long x);", false},
+		{"return x + 1;", "return x + 2;", false}, // the brace on the next line
+		{"return 4;", "return 5;", false},         // past a nested block
+		{"    int a;  // };", "    int a;  // }; but other words", true},
+		{"return x + 1;  // } in a comment", "return x + 1;  // still in a comment", true},
+		{"return 4;  // { in a comment", "return 4;  // still in a comment", true},
+		{"{ return 1; }", "{ return 9; }", true}, // device code after a declaration
+		{"{ return 2; }", "{ return 9; }", true}, // device code after a function
+		{"kLocal = 5;", "kLocal = 9;", true},     // a constexpr inside device code
+	} {
+		if !strings.Contains(ll, c.old) {
+			t.Fatalf("the made-up header has no %q", c.old)
+		}
+		if got := both(strings.Replace(ll, c.old, c.new, 1)); (got == base) != c.same {
+			t.Errorf("%q -> %q: the stamp changed %v, want %v", c.old, c.new, got != base, !c.same)
+		}
+	}
+	for _, bad := range []struct{ ll, gin string }{{strings.Replace(ll, "struct LLArgs {", "struct X {", 1), gin},
+		{ll, "struct Other {\n};\n"}} {
+		dir := t.TempDir()
+		for name, text := range map[string]string{"ll.cuh": bad.ll, "ll_gin.cuh": bad.gin} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := InterfaceStamp([]byte(bad.ll), []byte(bad.gin)); err == nil {
+			t.Error("InterfaceStamp took headers without one of the argument blocks")
+		}
+		if out, err := exec.Command("bash", "../scripts/ptx.sh", "--interface-stamp", dir).Output(); err == nil {
+			t.Errorf("scripts/ptx.sh --interface-stamp took headers without one of the argument blocks: %s", out)
+		}
+	}
+}
+
+// Every constant and size function the Go side mirrors from ll.cuh and
+// ll_gin.cuh is in the text the stamp hashes: written in a form the rules
+// see.
+func TestInterfaceTextHoldsTheMirrors(t *testing.T) {
+	text, err := interfaceText(readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"kMaxRanks", "kMaxTopK", "kTracePoints", "kClockWords", "kProtoFenced", "kProtoInline",
+		"kProtoLines", "kPhaseDispatch", "kPhaseCombine", "kPhaseVariant", "kPhaseStale", "kModeRankLocalReduce",
+		"kModeDirectSend", "kModeRankMajor", "kFlagPrescale", "kLineWords", "kScaleBlock", "kGinMaskWords"} {
+		if !strings.Contains(text, "constexprint"+c+"=") {
+			t.Errorf("the interface text has no constexpr int %s", c)
+		}
+	}
+	for _, f := range []string{"header_bytes", "message_bytes", "row_bytes", "inline_payload_unit", "inline_slot_units",
+		"inline_row_units", "lines_header_lines", "lines_row_words", "lines_row_lines", "lines_slot_bytes"} {
+		if !strings.Contains(text, "__host____device__inlineint"+f+"(") {
+			t.Errorf("the interface text has no __host__ __device__ %s", f)
+		}
+	}
+	for _, d := range []string{"structLLArgs{", "structGinArgs{"} {
+		if !strings.Contains(text, d) {
+			t.Errorf("the interface text has no %s", d)
+		}
+	}
+}
+
 func TestPTXDirRefusesAnotherInterface(t *testing.T) {
 	v := Variants()[0]
 	own := embeddedPTX(t, v)

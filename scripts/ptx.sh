@@ -15,8 +15,10 @@
 # text of ll.cuh, then of ll_gin.cuh, that the host mirrors: the argument
 # blocks' declarations (LLArgs, GinArgs: from the "struct NAME {" line to
 # the "};" line), every line that starts with "constexpr " (the modes,
-# protocols, phases, limits), and every "__host__ __device__" function to
-# the line that closes it (the message, slot and line sizes); each line
+# protocols, phases, limits), and every line that starts with
+# "__host__ __device__ " to the line that closes that function's braces, or
+# ends a declaration without a body in ";" (the message, slot and line
+# sizes); each line
 # without its // comment, blanks, tabs and carriage returns, and a newline
 # after each file (interface_stamp below; kernels.InterfaceStamp computes
 # the same). A binary refuses PTX under --ptx-dir whose interface stamp is
@@ -35,6 +37,7 @@
 # ordering step broken on purpose (ll.cuh), for the tests that show that
 # validation catches it: never into kernels/ptx, never embedded.
 set -euo pipefail
+caller=$PWD
 cd "$(dirname "$0")/.."
 
 # variant_defines NAME sets defines to the nvcc definitions of variant NAME,
@@ -123,6 +126,7 @@ interface_stamp() {
 	local spec file name text all= dir=${1:-kernels}
 	for spec in ll.cuh:LLArgs ll_gin.cuh:GinArgs; do
 		file=${spec%%:*} name=${spec#*:}
+		[ -f "$dir/$file" ] || { echo "ptx: no $dir/$file" >&2; return 1; }
 		text=$(LC_ALL=C awk -v name="$name" '
 			function norm(l) { sub(/\/\/.*/, "", l); gsub(/[ \t\r]/, "", l); return l }
 			$0 ~ "^struct " name " \\{" { in_struct = 1 }
@@ -132,11 +136,12 @@ interface_stamp() {
 				next
 			}
 			/^constexpr / { printf "%s", norm($0); next }
-			/^__host__ __device__ / { in_fn = 1; depth = 0 }
+			/^__host__ __device__ / { in_fn = 1; opened = 0; depth = 0 }
 			in_fn {
 				l = norm($0); printf "%s", l
-				t = l; depth += gsub(/\{/, "", t); t = l; depth -= gsub(/\}/, "", t)
-				if (depth <= 0 && l ~ /\}/) in_fn = 0
+				t = l; n = gsub(/\{/, "", t); depth += n; if (n > 0) opened = 1
+				t = l; depth -= gsub(/\}/, "", t)
+				if ((opened && depth <= 0) || (!opened && l ~ /;$/)) in_fn = 0
 			}
 			END { exit !found }' "$dir/$file") || {
 			echo "ptx: $dir/$file has no \"struct $name {\" ... \"};\" declaration" >&2
@@ -147,7 +152,9 @@ interface_stamp() {
 	printf '%s' "$all" | sha256sum | cut -d' ' -f1
 }
 if [ "${1:-}" = --interface-stamp ]; then
-	interface_stamp "${2:-}"
+	d=${2:-}
+	[ -z "$d" ] || [[ $d == /* ]] || d=$caller/$d # relative to where the script was called from
+	interface_stamp "$d"
 	exit
 fi
 
