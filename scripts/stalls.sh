@@ -3,7 +3,11 @@
 # v42): for each kernel in each file, its samples and warps and its stall reasons' shares of the samples; then the
 # same for its path to its first barrier (every instruction up to the first executed BAR.SYNC): the instructions a
 # warp executes there, their share of the kernel's samples, their reasons, and the constant-bank reads that waited
-# on the immediate constant cache (offset: samples), in the order the code reaches them.
+# on the immediate constant cache (offset: samples), in the order the code reaches them. Where the kernel executed
+# local-memory instructions (LDL, STL: spilled registers, arrays the compiler keeps in memory), it also prints how
+# many, and the stack slots ([R1+offset]) it loaded that no executed store of the launch wrote, with how many warps
+# loaded each: a load of such a slot cannot hit in L1, and a wait on it stands in the middle of the code (kernels
+# v45 in docs/PERF.md).
 # A CSV is the source page of a report taken with per-instruction sampling, e.g.
 #   mpirun -np 1 ncu --section SourceCounters --section WarpStateStats --warp-sampling-interval 0 \
 #       -k regex:'epbench_ll_dispatch$' --launch-skip 20 --launch-count 1 -o disp bin/epbench --no-kernel-timing -w 3 -i 30
@@ -60,12 +64,33 @@ for f in "$@"; do
 		if (!rows) { printf "stalls: %s: kernel %s: no instructions under its header\n", FILENAME, kernel > "/dev/stderr"; bad = 1; return }
 		printf "%s: %s: %d samples, %d warps\n", FILENAME, kernel, all, warps
 		printf "  all: %s\n", shares(R, all)
+		if (nld + nst > 0) printf "  local memory: %d loads and %d stores (warp instructions); %s\n", nld, nst, unwritten()
 		if (bar < 0) { print "  no barrier executed"; return }
 		printf "  to the first barrier (instruction %d): %.0f instructions a warp, %s %% of the samples: %s\n", \
 			bar, (warps > 0 ? pex / warps : 0), pct(pall, all), shares(P, pall)
 		printf "  constant-cache waits there: %s\n", (imc == "" ? "none" : imc)
 	}
-	function reset() { delete col; delete R; delete P; rows = 0; all = 0; pall = 0; pex = 0; warps = 0; bar = -1; imc = ""; inbody = 0 }
+	function reset() {
+		delete col; delete R; delete P; rows = 0; all = 0; pall = 0; pex = 0; warps = 0; bar = -1; imc = ""; inbody = 0
+		delete wrote; delete ldoff; delete ldw; delete ldex; nld = 0; nst = 0; nl = 0
+	}
+	function hexval(h,    i, v) { v = 0; h = tolower(h); for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789abcdef", substr(h, i, 1)) - 1; return v }
+	# The slots of the local loads that no executed store wrote (every byte
+	# checked), in the order the code reaches them, with the warps that
+	# loaded each.
+	function unwritten(    i, b, off, miss, out, seen) {
+		out = ""
+		for (i = 1; i <= nl; i++) {
+			off = ldoff[i]; miss = 0
+			for (b = 0; b < ldw[i]; b++) if (!((off + b) in wrote)) miss = 1
+			if (!miss) continue
+			if (off in seen) { cnt[off] += ldex[i]; continue }
+			seen[off] = 1; cnt[off] = ldex[i]; order[++no] = off
+		}
+		for (i = 1; i <= no; i++) out = out (i > 1 ? ", " : "") sprintf("[R1+0x%x] %d", order[i], cnt[order[i]])
+		delete cnt; delete order; no = 0
+		return out == "" ? "every slot loaded was written" : "loaded but never written: " out
+	}
 	BEGIN { kernel = ""; reset() }
 	{ sub(/\r$/, "") }
 	clean($1) == "Kernel Name" { report(); kernel = clean($2); seen = 1; reset(); next }
@@ -90,6 +115,23 @@ for f in "$@"; do
 	inbody {
 		src = clean($(col["Source"])); s = num($(col["Warp Stall Sampling (All Samples)"])); ex = num($(col["Instructions Executed"]))
 		if (!rows) warps = ex
+		if (ex > 0 && match(src, /(LDL|STL)(\.[A-Z0-9]+)*/)) {
+			op = substr(src, RSTART, RLENGTH)
+			w = 4
+			if (op ~ /\.128/) w = 16; else if (op ~ /\.64/) w = 8; else if (op ~ /\.[US]16/) w = 2; else if (op ~ /\.[US]8/) w = 1
+			off = -1
+			if (match(src, /\[R1(\+0x[0-9a-fA-F]+)?\]/)) {
+				a = substr(src, RSTART + 3, RLENGTH - 4)
+				off = (a == "" ? 0 : hexval(substr(a, 4)))
+			}
+			if (op ~ /^STL/) {
+				nst += ex
+				if (off >= 0) for (b = 0; b < w; b++) wrote[off + b] = 1
+			} else {
+				nld += ex
+				if (off >= 0) { ldoff[++nl] = off; ldw[nl] = w; ldex[nl] = ex }
+			}
+		}
 		prologue = bar < 0
 		all += s
 		for (i = 1; i <= nr; i++) {

@@ -194,3 +194,36 @@ func TestStallsRefusesWhatItCannotSummarizeRightly(t *testing.T) {
 		assert.Equal(t, "stalls: "+c.file+": "+c.msg+"\n", stderr, c.file)
 	}
 }
+
+// Local memory: the loads and stores the warps executed, and the slots
+// loaded that no executed store wrote, byte by byte (a 64-bit load half
+// written counts), in the order the code reaches them.
+func TestStallsNamesLocalSlotsLoadedButNeverWritten(t *testing.T) {
+	rows := []srcRow{
+		{"STL [R1+0x10], R0", 32, nil},
+		{"STL [R1+0xc], RZ", 32, nil},
+		{"STL.S16 [R1+0x20], R4", 0, nil}, // never executed: [R1+0x20] stays unwritten
+		{"LDL R2, [R1+0x10]", 32, map[string]int{"long_sb": 1}},
+		{"LDL.64 R4, [R1+0xc]", 32, nil},  // bytes 0xc-0x13, all written
+		{"LDL.64 R4, [R1+0x10]", 32, nil}, // bytes 0x14-0x17 never written
+		{"@!P0 LDL.LU R6, [R1+0x20]", 16, nil},
+		{"LDL R7, [R1]", 32, nil},
+		{"LDL R8, [R1+0x20]", 8, nil},
+		{"LDL R9, [R1+0x30]", 0, nil}, // not executed: not counted
+		{"EXIT", 32, nil},
+	}
+	f := writeCSV(t, t.TempDir(), "comb.csv", ncuSource("epbench_ll_combine", rows))
+	out, stderr, code := runStalls(t, f)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "  local memory: 152 loads and 64 stores (warp instructions); loaded but never written: "+
+		"[R1+0x10] 32, [R1+0x20] 24, [R1+0x0] 32\n")
+
+	written := []srcRow{{"STL [R1+0x4], R0", 32, nil}, {"LDL R1, [R1+0x4]", 32, nil}, {"EXIT", 32, nil}}
+	f = writeCSV(t, t.TempDir(), "ok.csv", ncuSource("epbench_ll_combine", written))
+	out, _, _ = runStalls(t, f)
+	assert.Contains(t, out, "  local memory: 32 loads and 32 stores (warp instructions); every slot loaded was written\n")
+
+	f = writeCSV(t, t.TempDir(), "none.csv", ncuSource("epbench_ll_dispatch", dispatchRows))
+	out, _, _ = runStalls(t, f)
+	assert.NotContains(t, out, "local memory", "a kernel without local memory gets no such line")
+}
