@@ -6,7 +6,7 @@
 # on the immediate constant cache (offset: samples), in the order the code reaches them. Where the kernel executed
 # local-memory instructions (LDL, STL: spilled registers, arrays the compiler keeps in memory), it also prints how
 # many, and the stack slots ([R1+offset]) it loaded that no executed store of the launch wrote, with how many warps
-# loaded each: a load of such a slot cannot hit in L1, and a wait on it stands in the middle of the code (kernels
+# loaded each: a load of such a slot most likely misses L1, and a wait on it stands in the middle of the code (kernels
 # v45 in docs/PERF.md).
 # A CSV is the source page of a report taken with per-instruction sampling, e.g.
 #   mpirun -np 1 ncu --section SourceCounters --section WarpStateStats --warp-sampling-interval 0 \
