@@ -6,9 +6,7 @@
 package kernels
 
 import (
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -287,9 +285,8 @@ func PTX(dir string, v Variant) ([]byte, error) {
 	case !ok:
 		return nil, fmt.Errorf("--ptx-dir: %s has no interface stamp (%q, the second line of scripts/ptx.sh's "+
 			"files), so nothing shows that its kernels read their arguments and size their messages as this binary "+
-			"does: run it with "+
-			"the epbench of the tree it was built from, or build it again with this tree's scripts/ptx.sh",
-			path, strings.TrimSpace(interfaceStampPrefix))
+			"does: run it with the epbench of the tree it was built from, or build it again with this tree's "+
+			"scripts/ptx.sh", path, strings.TrimSpace(interfaceStampPrefix))
 	case got != want:
 		return nil, fmt.Errorf("--ptx-dir: %s was built for another interface (the argument blocks, constants and "+
 			"sizes of ll.cuh and ll_gin.cuh) than this binary's (stamp %.12s…, this binary's %.12s…): run it with the "+
@@ -300,7 +297,7 @@ func PTX(dir string, v Variant) ([]byte, error) {
 
 // interfaceStampPrefix starts the second line scripts/ptx.sh writes into
 // every PTX file: the sha256 of what the host mirrors of the kernels' headers
-// (InterfaceStamp).
+// (`scripts/ptx.sh --interface-text` prints it).
 const interfaceStampPrefix = "// epbench-interface-sha256: "
 
 // ptxInterfaceStamp is the interface stamp among a PTX file's leading
@@ -314,77 +311,4 @@ func ptxInterfaceStamp(ptx []byte) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// InterfaceStamp computes scripts/ptx.sh's interface stamp from the sources
-// of ll.cuh and ll_gin.cuh: the sha256 of interfaceText. A change to that
-// text but for comments and spacing changes the stamp.
-func InterfaceStamp(llCuh, ginCuh []byte) (string, error) {
-	text, err := interfaceText(llCuh, ginCuh)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(text))
-	return hex.EncodeToString(sum[:]), nil
-}
-
-// interfaceText is what the host mirrors of ll.cuh, then of ll_gin.cuh, as
-// the stamp hashes it: the argument block's declaration (LLArgs, GinArgs),
-// from its "struct NAME {" line to its "};" line; every line that starts
-// with "constexpr "; every line that starts with "__host__ __device__ ", to
-// the line that closes the function's braces (or, for a declaration without
-// a body, ends in ";"). Each line goes in without its // comment, blanks,
-// tabs and carriage returns, and a newline follows each file. What the host
-// mirrors must be written in these forms, at the start of a line
-// (TestInterfaceTextHoldsTheMirrors checks the names it mirrors).
-func interfaceText(llCuh, ginCuh []byte) (string, error) {
-	norm := func(line string) string {
-		line, _, _ = strings.Cut(line, "//")
-		b := make([]byte, 0, len(line))
-		for i := 0; i < len(line); i++ {
-			if c := line[i]; c != ' ' && c != '\t' && c != '\r' {
-				b = append(b, c)
-			}
-		}
-		return string(b)
-	}
-	var out strings.Builder
-	for _, d := range []struct {
-		file, name string
-		src        []byte
-	}{{"ll.cuh", "LLArgs", llCuh}, {"ll_gin.cuh", "GinArgs", ginCuh}} {
-		inStruct, found, inFn, opened, depth := false, false, false, false, 0
-		for _, line := range strings.Split(string(d.src), "\n") {
-			if strings.HasPrefix(line, "struct "+d.name+" {") {
-				inStruct = true
-			}
-			switch {
-			case inStruct:
-				out.WriteString(norm(line))
-				if strings.HasPrefix(line, "};") {
-					inStruct, found = false, true
-				}
-				continue
-			case strings.HasPrefix(line, "constexpr "):
-				out.WriteString(norm(line))
-				continue
-			case strings.HasPrefix(line, "__host__ __device__ "):
-				inFn, opened, depth = true, false, 0
-			}
-			if inFn {
-				l := norm(line)
-				out.WriteString(l)
-				depth += strings.Count(l, "{") - strings.Count(l, "}")
-				opened = opened || strings.Contains(l, "{")
-				if (opened && depth <= 0) || (!opened && strings.HasSuffix(l, ";")) {
-					inFn = false
-				}
-			}
-		}
-		if !found {
-			return "", fmt.Errorf("%s has no \"struct %s {\" ... \"};\" declaration", d.file, d.name)
-		}
-		out.WriteString("\n")
-	}
-	return out.String(), nil
 }

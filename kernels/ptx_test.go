@@ -357,37 +357,28 @@ func readKernelSource(t *testing.T, name string) []byte {
 	return b
 }
 
-func TestPTXInterfaceStampMatchesSources(t *testing.T) {
-	_, _, want := interfaceSources(t)
-	for _, v := range Variants() {
-		got, ok := ptxInterfaceStamp(embeddedPTX(t, v))
-		if !ok || got != want {
-			t.Fatalf("%s: interface stamp %q (found %v), the sources' %s: run `make ptx` with CUDA 13", v.Module(), got, ok, want)
+// ptxScript runs `scripts/ptx.sh MODE` on the headers ll and gin (written
+// to a temporary folder) and returns what it prints, or its error.
+func ptxScript(t *testing.T, mode string, ll, gin []byte) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"ll.cuh": ll, "ll_gin.cuh": gin} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
+	out, err := exec.Command("bash", "../scripts/ptx.sh", mode, dir).Output()
+	return string(out), err
 }
 
-// The stamp scripts/ptx.sh writes is the one InterfaceStamp computes.
-func TestInterfaceStampIsThePTXScripts(t *testing.T) {
-	out, err := exec.Command("bash", "../scripts/ptx.sh", "--interface-stamp").Output()
+// interfaceStamp is scripts/ptx.sh's interface stamp of ll and gin.
+func interfaceStamp(t *testing.T, ll, gin []byte) string {
+	t.Helper()
+	out, err := ptxScript(t, "--interface-stamp", ll, gin)
 	if err != nil {
 		t.Fatalf("scripts/ptx.sh --interface-stamp: %v", err)
 	}
-	_, _, want := interfaceSources(t)
-	if got := strings.TrimSpace(string(out)); got != want {
-		t.Fatalf("scripts/ptx.sh stamps %s, InterfaceStamp computes %s", got, want)
-	}
-}
-
-// interfaceSources returns ll.cuh, ll_gin.cuh and their interface stamp.
-func interfaceSources(t *testing.T) (ll, gin []byte, stamp string) {
-	t.Helper()
-	ll, gin = readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh")
-	stamp, err := InterfaceStamp(ll, gin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ll, gin, stamp
+	return strings.TrimSpace(out)
 }
 
 // editSource replaces the first old in src by new; old must be there.
@@ -399,12 +390,22 @@ func editSource(t *testing.T, src []byte, old, new string) []byte {
 	return bytes.Replace(src, []byte(old), []byte(new), 1)
 }
 
-// scripts/ptx.sh and InterfaceStamp agree on edited sources too, and see
-// the same edits: tabs, CRLF line ends, comments and the device code the
-// host does not mirror count for neither; a change to each kind of text the
-// stamp covers counts for both.
+func TestPTXInterfaceStampMatchesSources(t *testing.T) {
+	want := interfaceStamp(t, readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh"))
+	for _, v := range Variants() {
+		got, ok := ptxInterfaceStamp(embeddedPTX(t, v))
+		if !ok || got != want {
+			t.Fatalf("%s: interface stamp %q (found %v), the sources' %s: run `make ptx` with CUDA 13", v.Module(), got, ok, want)
+		}
+	}
+}
+
+// What counts for the stamp in the real headers: tabs, CRLF line ends,
+// comments and the device code the host does not mirror do not; a change to
+// each kind of text the stamp covers does.
 func TestInterfaceStampSeesTheInterfaceNotTheComments(t *testing.T) {
-	ll, gin, base := interfaceSources(t)
+	ll, gin := readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh")
+	base := interfaceStamp(t, ll, gin)
 	edit := func(src []byte, old, new string) []byte { return editSource(t, src, old, new) }
 	dos := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }
 	for _, c := range []struct {
@@ -423,29 +424,20 @@ func TestInterfaceStampSeesTheInterfaceNotTheComments(t *testing.T) {
 		{"a size's last line", edit(ll, "lines_row_lines(hidden, false));", "lines_row_lines(hidden, true));"), gin, false},
 		{"a GIN constant", ll, edit(gin, "constexpr int kGinMaskWords = 256 / 64;", "constexpr int kGinMaskWords = 8;"), false},
 	} {
-		dir := t.TempDir()
-		for name, b := range map[string][]byte{"ll.cuh": c.ll, "ll_gin.cuh": c.gin} {
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		got, err := InterfaceStamp(c.ll, c.gin)
-		if err != nil || (got == base) != c.same {
-			t.Errorf("%s: InterfaceStamp %s %v, the sources' %s", c.name, got, err, base)
-		}
-		out, err := exec.Command("bash", "../scripts/ptx.sh", "--interface-stamp", dir).Output()
-		if s := strings.TrimSpace(string(out)); err != nil || s != got {
-			t.Errorf("%s: scripts/ptx.sh --interface-stamp %s %v, InterfaceStamp %s", c.name, s, err, got)
+		if got := interfaceStamp(t, c.ll, c.gin); (got == base) != c.same {
+			t.Errorf("%s: the stamp changed %v, want %v", c.name, got != base, !c.same)
 		}
 	}
-	if _, err := InterfaceStamp(edit(ll, "struct LLArgs {", "struct Other {"), gin); err == nil {
-		t.Error("a source without LLArgs gave a stamp")
+	for _, bad := range [][2][]byte{{edit(ll, "struct LLArgs {", "struct Other {"), gin},
+		{ll, edit(gin, "struct GinArgs {", "struct Other {")}} {
+		if out, err := ptxScript(t, "--interface-stamp", bad[0], bad[1]); err == nil {
+			t.Errorf("scripts/ptx.sh --interface-stamp took headers without one of the argument blocks: %s", out)
+		}
 	}
 }
 
-// The two implementations agree on the shapes the current headers do not
-// have: each edit of a made-up header pair changes the stamp in both, or in
-// neither, as the rules say.
+// The rules on the shapes the real headers lack: each edit of a made-up
+// header changes the stamp, or does not, as the rules say.
 func TestInterfaceStampRulesOnMadeUpHeaders(t *testing.T) {
 	const ll = `// a made-up ll.cuh
 struct LLArgs {
@@ -471,30 +463,8 @@ __device__ int dev() {
     return kLocal;
 }
 constexpr int kLast = 6;`
-	const gin = "struct GinArgs {\n    int w;\n};\n"
-	write := func(dir, ll string) {
-		t.Helper()
-		for name, text := range map[string]string{"ll.cuh": ll, "ll_gin.cuh": gin} {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	both := func(ll string) string {
-		t.Helper()
-		dir := t.TempDir()
-		write(dir, ll)
-		got, err := InterfaceStamp([]byte(ll), []byte(gin))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command("bash", "../scripts/ptx.sh", "--interface-stamp", dir).Output()
-		if s := strings.TrimSpace(string(out)); err != nil || s != got {
-			t.Fatalf("scripts/ptx.sh --interface-stamp %s %v, InterfaceStamp %s, for\n%s", s, err, got, ll)
-		}
-		return got
-	}
-	base := both(ll)
+	gin := []byte("struct GinArgs {\n    int w;\n};\n")
+	base := interfaceStamp(t, []byte(ll), gin)
 	for _, c := range []struct {
 		old, new string
 		same     bool
@@ -512,26 +482,8 @@ constexpr int kLast = 6;`
 		{"{ return 2; }", "{ return 9; }", true}, // device code after a function
 		{"kLocal = 5;", "kLocal = 9;", true},     // a constexpr inside device code
 	} {
-		if !strings.Contains(ll, c.old) {
-			t.Fatalf("the made-up header has no %q", c.old)
-		}
-		if got := both(strings.Replace(ll, c.old, c.new, 1)); (got == base) != c.same {
+		if got := interfaceStamp(t, editSource(t, []byte(ll), c.old, c.new), gin); (got == base) != c.same {
 			t.Errorf("%q -> %q: the stamp changed %v, want %v", c.old, c.new, got != base, !c.same)
-		}
-	}
-	for _, bad := range []struct{ ll, gin string }{{strings.Replace(ll, "struct LLArgs {", "struct X {", 1), gin},
-		{ll, "struct Other {\n};\n"}} {
-		dir := t.TempDir()
-		for name, text := range map[string]string{"ll.cuh": bad.ll, "ll_gin.cuh": bad.gin} {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := InterfaceStamp([]byte(bad.ll), []byte(bad.gin)); err == nil {
-			t.Error("InterfaceStamp took headers without one of the argument blocks")
-		}
-		if out, err := exec.Command("bash", "../scripts/ptx.sh", "--interface-stamp", dir).Output(); err == nil {
-			t.Errorf("scripts/ptx.sh --interface-stamp took headers without one of the argument blocks: %s", out)
 		}
 	}
 }
@@ -540,9 +492,9 @@ constexpr int kLast = 6;`
 // ll_gin.cuh is in the text the stamp hashes: written in a form the rules
 // see.
 func TestInterfaceTextHoldsTheMirrors(t *testing.T) {
-	text, err := interfaceText(readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh"))
+	text, err := ptxScript(t, "--interface-text", readKernelSource(t, "ll.cuh"), readKernelSource(t, "ll_gin.cuh"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("scripts/ptx.sh --interface-text: %v", err)
 	}
 	for _, c := range []string{"kMaxRanks", "kMaxTopK", "kTracePoints", "kClockWords", "kProtoFenced", "kProtoInline",
 		"kProtoLines", "kPhaseDispatch", "kPhaseCombine", "kPhaseVariant", "kPhaseStale", "kModeRankLocalReduce",

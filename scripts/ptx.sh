@@ -20,8 +20,7 @@
 # ends a declaration without a body in ";" (the message, slot and line
 # sizes); each line
 # without its // comment, blanks, tabs and carriage returns, and a newline
-# after each file (interface_stamp below; kernels.InterfaceStamp computes
-# the same). A binary refuses PTX under --ptx-dir whose interface stamp is
+# after each file (interface_text below). A binary refuses PTX under --ptx-dir whose interface stamp is
 # not its own: kernels built for another argument block, or other sizes,
 # would read every field at the wrong offset or write past the buffers the
 # host sized, and still run, their results and times meaningless.
@@ -33,6 +32,7 @@
 #        scripts/ptx.sh --interface-stamp [DIR]  (prints the interface stamp of
 #                                        DIR's ll.cuh and ll_gin.cuh, by default
 #                                        kernels'; no nvcc)
+#        scripts/ptx.sh --interface-text [DIR]   (prints the text it hashes)
 # EPBENCH_BREAK=noparity|nofence|flagfirst builds the kernels with one
 # ordering step broken on purpose (ll.cuh), for the tests that show that
 # validation catches it: never into kernels/ptx, never embedded.
@@ -120,9 +120,9 @@ check_nccl_headers() {
 	fi
 }
 
-# interface_stamp [DIR] prints the interface stamp of the second line
-# (above) for the headers in DIR (default kernels).
-interface_stamp() {
+# interface_text [DIR] prints the text the interface stamp of the second
+# line (above) hashes, of the headers in DIR (default kernels).
+interface_text() {
 	local spec file name text all= dir=${1:-kernels}
 	for spec in ll.cuh:LLArgs ll_gin.cuh:GinArgs; do
 		file=${spec%%:*} name=${spec#*:}
@@ -149,14 +149,20 @@ interface_stamp() {
 		}
 		all+=$text$'\n'
 	done
-	printf '%s' "$all" | sha256sum | cut -d' ' -f1
+	printf '%s' "$all"
 }
-if [ "${1:-}" = --interface-stamp ]; then
+interface_stamp() {
+	local text
+	text=$(interface_text "$@") || return 1
+	printf '%s\n' "$text" | sha256sum | cut -d' ' -f1
+}
+case ${1:-} in --interface-stamp | --interface-text)
 	d=${2:-}
 	[ -z "$d" ] || [[ $d == /* ]] || d=$caller/$d # relative to where the script was called from
-	interface_stamp "$d"
+	if [ "$1" = --interface-text ]; then interface_text "$d"; else interface_stamp "$d"; fi
 	exit
-fi
+	;;
+esac
 
 # The variants: one name a line, blank lines and what follows a # ignored.
 names=()
