@@ -1141,7 +1141,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         }
         item_store(item, t, v, acc);
     }
-    bool ok = true;
     // Waits until this warp's worker says its part is in hand_part (bounded
     // all the same, never masked: the worker waits for nothing); false at
     // the bound.
@@ -1212,8 +1211,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             const unsigned summed = own_prefix(__ballot_sync(0xffffffffu, my_row >= 0), e);
             if (summed != 0) {
                 // The sum, once its worker warp says so.
-                ok = ok && handed();
-                if (__any_sync(0xffffffffu, !ok)) return;
+                if (__any_sync(0xffffffffu, !handed())) return;
 #pragma unroll
                 for (int u = 0; u < kVecPerLane; u++) {
                     const uint4 x = hand_part[warp][lane][2 * u], y = hand_part[warp][lane][2 * u + 1];
@@ -1225,7 +1223,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 left &= ~summed;
             }
         }
-        for (bool more = true; more;) {
+        // Batches until one comes short of kBatch terms (the last; nothing
+        // carried from one batch to the next but the sum and next_term's
+        // state: a flag carried across kept a stack slot, its reload waited
+        // on at the top of every batch).
+        for (;;) {
             uint4 in[kBatch][kVecPerLane], ihi[kBatch][kVecPerLane];
             // Zeroed: where they live in local memory, the reads the loops
             // below make at b >= nb then find what this launch wrote.
@@ -1241,10 +1243,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             int nb = 0;
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
-                if (!next_term(&rowb[b], &rankb[b], &wb[b])) {
-                    more = false;
-                    break;
-                }
+                if (!next_term(&rowb[b], &rankb[b], &wb[b])) break;
                 nb = b + 1;
                 if (!inl && rankb[b] == a.rank) ownm |= 1u << b;
                 if (handing && per_rank(a) && item < hand_items && rankb[b] == a.rank) handm |= 1u << b;
@@ -1276,6 +1275,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 }
             }
             if (inl) {
+                bool ok = true;
                 // Every unit of the batch that lacks the flag reloaded, all
                 // together, until none does (one round trip per poll); then
                 // the handed-over partial, once its worker warp says so. A
@@ -1364,6 +1364,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                     }
                 }
             }
+            if (nb < kBatch) break;
         }
         item_store(item, t, v, acc);
     }
