@@ -444,7 +444,7 @@ if [ ${#perf[@]} -gt 0 ]; then
 	echo
 fi
 summary "$np ranks"
-# epbench's own doubts about its kernel averages (first timed pair, CUPTI beyond the events), informational.
-notes=$(grep -c 'epbench: kernel timer:' "$log")
-echo "kernel timer notes: $notes (grep 'kernel timer:' $log)"
+# epbench's own doubts about its kernel averages (first timed pair, CUPTI beyond the events), informational:
+# how many, and the first few with their runs.
+timer_notes "$log"
 exit $status

@@ -1,0 +1,49 @@
+package scripts
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// timerNotes runs summary.sh's timer_notes on log (and max, when given).
+func timerNotes(t *testing.T, log string, max ...string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "gpu-check.log")
+	require.NoError(t, os.WriteFile(f, []byte(log), 0o644))
+	args := append([]string{"-c", `source "$1"; shift; timer_notes "$@"`, "bash", "summary.sh", f}, max...)
+	out, err := exec.Command("bash", args...).CombinedOutput()
+	require.NoError(t, err, string(out))
+	return string(out)
+}
+
+func TestTimerNotesNamesEachNotesRun(t *testing.T) {
+	log := "epbench: kernel timer: rank 0 dispatch: early\n" +
+		"### defaults rank_local_reduce: mpirun -np 1 bin/epbench -w 3 -i 50\n" +
+		"Dispatch: avg=6.3 us\n" +
+		"epbench: kernel timer: rank 0 combine: the first timed pair took 40.00 us\n" +
+		"### sweep cuda-graph: mpirun -np 1 bin/epbench sweep --cuda-graph: x\n" +
+		"epbench: kernel timer: rank 1 dispatch: CUPTI kernel average 9.00 us exceeds\n" +
+		"epbench: kernel timer: rank 0 dispatch: CUPTI kernel average 8.00 us exceeds\n"
+	out := timerNotes(t, log)
+	assert.Contains(t, out, "kernel timer notes: 4 (grep 'kernel timer:' ")
+	assert.Contains(t, out, "\n  (before any run): rank 0 dispatch: early\n"+
+		"  defaults rank_local_reduce: rank 0 combine: the first timed pair took 40.00 us\n"+
+		"  sweep cuda-graph: rank 1 dispatch: CUPTI kernel average 9.00 us exceeds\n"+
+		"  sweep cuda-graph: rank 0 dispatch: CUPTI kernel average 8.00 us exceeds\n")
+
+	// At most MAX notes are printed; the count is of all of them.
+	out = timerNotes(t, log, "2")
+	assert.Contains(t, out, "kernel timer notes: 4 ")
+	assert.Contains(t, out, "  defaults rank_local_reduce: rank 0 combine")
+	assert.NotContains(t, out, "sweep cuda-graph")
+}
+
+func TestTimerNotesWithoutNotes(t *testing.T) {
+	out := timerNotes(t, "### defaults: mpirun -np 1 bin/epbench\nDispatch: avg=6.3 us\n")
+	assert.Regexp(t, `^kernel timer notes: 0 \(grep 'kernel timer:' .*gpu-check\.log\)\n$`, out)
+}
