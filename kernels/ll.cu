@@ -815,26 +815,6 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
         }
         return;
     }
-    // rank_local_reduce, a handed-over item: when the token's only term is
-    // this partial (every selection that is not masked, -T, is on this
-    // rank; its source warp decides the same from the same routing and
-    // skips the item), the sum is written here, as the source side would
-    // (0 + the bf16 partial, rounded), and nothing is handed over.
-    if (hand != nullptr) {
-        const bool sel = e >= 0 && !masked(a.active, e / L);
-        if (__ballot_sync(0xffffffffu, sel) != 0 && __ballot_sync(0xffffffffu, sel && e / L != a.rank) == 0) {
-            uint4* out = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
-#pragma unroll
-            for (int u = 0; u < kVecPerLane; u++) {
-                float f[8];
-                unpack8(pack8(acc[u]), f);
-#pragma unroll
-                for (int j = 0; j < 8; j++) f[j] = __fadd_rn(0.f, f[j]);
-                if (v[u] >= 0) out[v[u]] = pack8(f);
-            }
-            return;
-        }
-    }
     const uint64_t row = (uint64_t)a.rank * T + t;
     uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
 #pragma unroll
@@ -1202,11 +1182,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         const bool sel = e >= 0 && !masked(a.active, e / L);
         const unsigned valid = __ballot_sync(0xffffffffu, sel);
         const unsigned my_rank = sel ? (unsigned)(e / L) : UINT_MAX;
-        // A handed-over item whose only term is this rank's partial: its
-        // worker warp writes the output (combine_item, own_only).
-        if (per_rank(a) && handing && item < hand_items && valid != 0 &&
-            __ballot_sync(0xffffffffu, sel && my_rank != (unsigned)a.rank) == 0)
-            continue;
         int prev = -1;          // rank_local_reduce: the last rank taken
         unsigned left = valid;  // direct_send: the selections not taken yet
         auto next_term = [&](int* row, int* rank, float* w) {
