@@ -268,6 +268,7 @@ if [ -n "$mps" ]; then
 	echo quit | timeout 30 nvidia-cuda-mps-control
 	echo
 	summary "ranks sharing GPU 0 under MPS"
+	timer_notes "$log"
 	exit $status
 fi
 
@@ -420,6 +421,8 @@ if [ -z "$quick" ] || [ -n "${PERF:-}" ]; then
 				bf16/graph) [ "$mode" = direct_send ] && skip=1 ;;
 				esac
 				[ -n "$skip" ] && continue
+				# The run's name in the log, for timer_notes.
+				echo "### perf $dt $mode -t $t: mpirun -np $np bin/epbench -i ${PERF_ITERS:-200} -t $t --dispatch-dtype ${dt%/*} --protocol $proto --combine-mode $mode ${extra[*]} ${ptx_args[*]}" >>"$log"
 				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "${dt%/*}" --protocol "$proto" --combine-mode "$mode" "${extra[@]}" "${ptx_args[@]}" >"$out/run.txt" 2>&1
 				rc=$?
 				cat "$out/run.txt" >>"$log"

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Sourced by scripts/alternate.sh and scripts/gpu-check.sh: numbers read from
-# an epbench summary (the text the benchmark prints, ep_bench's format).
+# an epbench summary (the text the benchmark prints, ep_bench's format), and
+# the benchmark's kernel-timer notes gathered from a gpu-check log.
 
 # kernel_avg FILE PHASE: the kernel timer's average of PHASE (Dispatch or
 # Combine) in FILE's "Kernel-only performance" block (us), or nothing.
@@ -22,10 +23,10 @@ timer_notes() {
 	echo "kernel timer notes: $(grep -c 'epbench: kernel timer:' "$1") (grep 'kernel timer:' $1)"
 	awk -v max="$max" '
 	/^### / { run = $0; sub(/^### /, "", run); sub(/: .*$/, "", run) }
-	/epbench: kernel timer: / {
+	/epbench: kernel timer:/ {
 		if (++n > max) next
 		note = $0
-		sub(/^.*epbench: kernel timer: /, "", note)
+		sub(/^.*epbench: kernel timer: ?/, "", note)
 		print "  " (run == "" ? "(before any run)" : run) ": " note
 	}' "$1"
 }

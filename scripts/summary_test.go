@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,18 +11,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// timerNotes runs summary.sh's timer_notes on log (and max, when given).
-func timerNotes(t *testing.T, log string, max ...string) string {
+// timerNotes runs summary.sh's timer_notes on log (and limit, its MAX, when
+// given).
+func timerNotes(t *testing.T, log string, limit ...string) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "gpu-check.log")
 	require.NoError(t, os.WriteFile(f, []byte(log), 0o644))
-	args := append([]string{"-c", `source "$1"; shift; timer_notes "$@"`, "bash", "summary.sh", f}, max...)
+	args := append([]string{"-c", `source "$1"; shift; timer_notes "$@"`, "bash", "summary.sh", f}, limit...)
 	out, err := exec.Command("bash", args...).CombinedOutput()
 	require.NoError(t, err, string(out))
 	return string(out)
 }
 
-func TestTimerNotesNamesEachNotesRun(t *testing.T) {
+func TestTimerNotesNamesTheRunOfEachNote(t *testing.T) {
 	log := "epbench: kernel timer: rank 0 dispatch: early\n" +
 		"### defaults rank_local_reduce: mpirun -np 1 bin/epbench -w 3 -i 50\n" +
 		"Dispatch: avg=6.3 us\n" +
@@ -46,4 +48,15 @@ func TestTimerNotesNamesEachNotesRun(t *testing.T) {
 func TestTimerNotesWithoutNotes(t *testing.T) {
 	out := timerNotes(t, "### defaults: mpirun -np 1 bin/epbench\nDispatch: avg=6.3 us\n")
 	assert.Regexp(t, `^kernel timer notes: 0 \(grep 'kernel timer:' .*gpu-check\.log\)\n$`, out)
+}
+
+func TestTimerNotesListsFiveByDefault(t *testing.T) {
+	log := "### sweep: mpirun -np 1 bin/epbench sweep\n"
+	for i := 1; i <= 6; i++ {
+		log += fmt.Sprintf("epbench: kernel timer: note %d\n", i)
+	}
+	out := timerNotes(t, log)
+	assert.Contains(t, out, "kernel timer notes: 6 ")
+	assert.Contains(t, out, "  sweep: note 5\n")
+	assert.NotContains(t, out, "note 6")
 }
