@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -38,7 +39,10 @@ const (
 // mask MaskSkipCombine too (where this rank waits for it: always with a
 // combine that waits for every rank, else when its tokens select that
 // rank); then the mask is cleaned. Bounded barriers separate the steps,
-// long enough for the waits that mask a rank.
+// long enough for the waits that mask a rank. With ValidateMasked the step
+// runs on token rows of its own with its outputs poisoned, and each rank
+// that combined checks its combine output against the reference with the
+// ranks its mask says are masked left out (their terms count as zero).
 func (r *Run) maskTest() (*report.MaskRank, error) {
 	mk := r.Backend.(Masker) // refuse checked
 	b := r.Backend
@@ -69,6 +73,17 @@ func (r *Run) maskTest() (*report.MaskRank, error) {
 	}
 	if err := step("barrier before it", bar.Wait("barrier before the active-mask test")); err != nil {
 		return nil, err
+	}
+	if r.ValidateMasked != nil {
+		// As before a validated pair: every rank is between operations
+		// (the barrier above) when any poisons the areas peers write.
+		r.gen++
+		if err := step("poisoning outputs", errors.Join(b.Generation(r.gen), b.Poison(true), b.Sync())); err != nil {
+			return nil, err
+		}
+		if err := step("barrier after poisoning", bar.Wait("barrier after poisoning for the active-mask test")); err != nil {
+			return nil, err
+		}
 	}
 	if err := step("turning the mask on", mk.SetMasking(true)); err != nil {
 		return nil, err
@@ -101,6 +116,16 @@ func (r *Run) maskTest() (*report.MaskRank, error) {
 		}
 		if out.Combine, err = read(want); err != nil {
 			return nil, step("reading the mask", err)
+		}
+		if r.ValidateMasked != nil {
+			if out.CombineOutput, err = r.checkMasked(out.Combine.Mask); err != nil {
+				return nil, step("checking the combine output", err)
+			}
+		}
+	}
+	if r.ValidateMasked != nil {
+		if err := step("token rows", b.Generation(0)); err != nil {
+			return nil, err
 		}
 	}
 	if err := step("barrier after the combine", bar.Wait("barrier after the active-mask test's combine")); err != nil {
@@ -139,14 +164,20 @@ func (r *Run) selectsRank(q int) (bool, error) {
 	return false, nil
 }
 
+// maskDetailBytes is how much of a failed combine output check's first
+// difference gatherMaskTest carries per rank.
+const maskDetailBytes = 240
+
 // gatherMaskTest collects every rank's part of the active-mask test (the
 // same on every rank). Collective.
 func gatherMaskTest(c *mpi.Comm, me *report.MaskRank) (*report.MaskTest, error) {
 	n := c.Size()
 	// Each of the dispatch, combine and clean checks: whether it ran, the
-	// mask read, the mask wanted (n entries each: maskTest checked).
+	// mask read, the mask wanted (n entries each: maskTest checked); then
+	// the combine output check: 0 not run, 1 passed, 2 failed (its first
+	// difference gathered apart, cut to maskDetailBytes).
 	one := 1 + 2*n
-	enc := make([]int32, 0, 3*one)
+	enc := make([]int32, 0, 3*one+1)
 	for _, ch := range []*report.MaskCheck{me.Dispatch, me.Combine, &me.Clean} {
 		if ch == nil {
 			enc = append(enc, make([]int32, one)...)
@@ -157,10 +188,25 @@ func gatherMaskTest(c *mpi.Comm, me *report.MaskRank) (*report.MaskTest, error) 
 			enc = append(enc, int32(v))
 		}
 	}
+	detail := make([]byte, maskDetailBytes)
+	switch o := me.CombineOutput; {
+	case o == nil:
+		enc = append(enc, 0)
+	case o.OK:
+		enc = append(enc, 1)
+	default:
+		enc = append(enc, 2)
+		copy(detail, o.First)
+	}
 	all, err := c.AllgatherInt32(enc)
 	if err != nil {
 		return nil, fmt.Errorf("gathering the active-mask test: %w", err)
 	}
+	details, err := c.AllgatherBytes(detail)
+	if err != nil {
+		return nil, fmt.Errorf("gathering the active-mask test: %w", err)
+	}
+	per := 3*one + 1
 	ints := func(w []int32) []int {
 		o := make([]int, len(w))
 		for i, x := range w {
@@ -170,14 +216,45 @@ func gatherMaskTest(c *mpi.Comm, me *report.MaskRank) (*report.MaskTest, error) 
 	}
 	out := &report.MaskTest{}
 	for r := range n {
+		mine := all[r*per : (r+1)*per]
 		checks := make([]*report.MaskCheck, 3)
 		for i := range checks {
-			w := all[(3*r+i)*one : (3*r+i+1)*one]
+			w := mine[i*one : (i+1)*one]
 			if w[0] != 0 {
 				checks[i] = &report.MaskCheck{Mask: ints(w[1 : 1+n]), Want: ints(w[1+n:])}
 			}
 		}
-		out.Ranks = append(out.Ranks, report.MaskRank{Rank: r, Dispatch: checks[0], Combine: checks[1], Clean: *checks[2]})
+		rank := report.MaskRank{Rank: r, Dispatch: checks[0], Combine: checks[1], Clean: *checks[2]}
+		if st := mine[3*one]; st != 0 {
+			d := details[r*maskDetailBytes : (r+1)*maskDetailBytes]
+			if i := bytes.IndexByte(d, 0); i >= 0 {
+				d = d[:i]
+			}
+			rank.CombineOutput = &report.OutputCheck{OK: st == 1, First: string(d)}
+		}
+		out.Ranks = append(out.Ranks, rank)
 	}
 	return out, nil
+}
+
+// checkMasked checks this rank's combine output of the masked step against
+// the reference with the ranks mask marks 0 left out.
+func (r *Run) checkMasked(mask []int) (*report.OutputCheck, error) {
+	snap, err := r.Backend.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	o, err := snap()
+	if err != nil {
+		return nil, fmt.Errorf("reading outputs: %w", err)
+	}
+	active := make([]bool, len(mask))
+	for i, on := range mask {
+		active[i] = on == 1
+	}
+	c, err := r.ValidateMasked(o, 0, r.gen, active)
+	if err != nil {
+		return nil, err
+	}
+	return &report.OutputCheck{OK: c.CombineOK, First: c.Detail}, nil
 }

@@ -139,7 +139,14 @@ func Measure(w *World, cfg *config.Config, plat *Platform) (*report.Result, erro
 		check := validate.Validator(shape, cfg)
 		run.Validate = func(o *ll.Outputs, j, gen int) (Check, error) {
 			rep, err := check(o, j, gen)
-			return Check{DispatchOK: rep.DispatchOK, CombineOK: rep.CombineOK, CalcDiff: rep.CalcDiff, Detail: rep.First}, err
+			return verdict(rep), err
+		}
+	}
+	if cfg.MaskTest {
+		check := validate.MaskedValidator(shape, cfg)
+		run.ValidateMasked = func(o *ll.Outputs, j, gen int, active []bool) (Check, error) {
+			rep, err := check(o, j, gen, active)
+			return verdict(rep), err
 		}
 	}
 	m, err := run.Loop()
@@ -251,4 +258,9 @@ func header(cfg *config.Config, ranks int, plat *Platform) report.Config {
 		Validate: cfg.Validate, CUPTI: cupti, Backend: backend, CombineMode: cfg.CombineMode.String(),
 		BackToBack: cfg.BackToBack,
 	}
+}
+
+// verdict is a validation report as the runner keeps it.
+func verdict(rep validate.Report) Check {
+	return Check{DispatchOK: rep.DispatchOK, CombineOK: rep.CombineOK, CalcDiff: rep.CalcDiff, Detail: rep.First}
 }

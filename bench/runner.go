@@ -34,6 +34,10 @@ type Run struct {
 	Shape    *ll.Shape
 
 	Validate Validator // with -V
+	// ValidateMasked checks this rank's combine output of -T's masked step
+	// (routing j, generation gen), with the terms of the ranks active marks
+	// false left out; the dispatch is not checked. Nil: not checked.
+	ValidateMasked func(o *ll.Outputs, j, gen int, active []bool) (Check, error)
 
 	barrier                   *Barrier // bounded by --timeout-ms
 	hostBarrier               *Barrier // after host work of uneven length

@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/epbench/epbench/report"
 )
 
 // ep_bench's sub-tests on the CPU backend, validated, at 2, 4 and 8 ranks:
@@ -92,9 +97,24 @@ func TestSubTestUsageErrors(t *testing.T) {
 func TestCPUMaskTest(t *testing.T) {
 	for _, np := range []int{4, 8} {
 		t.Run(fmt.Sprintf("%d ranks", np), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.json")
 			r := mpirun(t, np, "--backend", "cpu", "-T", "-t", "12", "-d", "256", "-k", "3", "-e", fmt.Sprint(2*np),
-				"-w", "1", "-i", "3", "--timeout-ms", "500")
+				"-w", "1", "-i", "3", "--timeout-ms", "500", "--json", path)
 			require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			// Every rank that combined had its output of the masked step
+			// checked, with ranks 1 and 3 left out, and it passed.
+			raw, err := os.ReadFile(path)
+			require.NoError(t, err)
+			var res report.Result
+			require.NoError(t, json.Unmarshal(raw, &res))
+			require.NotNil(t, res.MaskTest)
+			for _, m := range res.MaskTest.Ranks {
+				if m.Rank == 1 || m.Rank == 3 {
+					assert.Nil(t, m.CombineOutput, "rank %d skipped the combine", m.Rank)
+				} else if assert.NotNil(t, m.CombineOutput, "rank %d", m.Rank) {
+					assert.True(t, m.CombineOutput.OK, "rank %d: %s", m.Rank, m.CombineOutput.First)
+				}
+			}
 			assert.Contains(t, r.stdout, "Global validation: Dispatch=PASSED, Combine=PASSED") // -T implies -V
 			block := r.stdout[strings.Index(r.stdout, "=== Active-Mask Test ==="):]
 			rest := strings.Repeat(",1", np-4)

@@ -20,6 +20,17 @@ type MaskRank struct {
 	Dispatch *MaskCheck `json:"dispatch,omitempty"`
 	Combine  *MaskCheck `json:"combine,omitempty"`
 	Clean    MaskCheck  `json:"clean"`
+	// CombineOutput is the check of the rank's combine output of the
+	// masked step against the reference with the masked ranks' terms left
+	// out (nil where the rank skipped the combine).
+	CombineOutput *OutputCheck `json:"combine_output,omitempty"`
+}
+
+// OutputCheck is an output compared with its reference: OK, or the first
+// difference.
+type OutputCheck struct {
+	OK    bool   `json:"ok"`
+	First string `json:"first,omitempty"`
 }
 
 // MaskCheck is a mask read back (1 active, 0 masked, one per rank) and the
@@ -43,6 +54,9 @@ func (m *MaskTest) Failed() bool {
 				return true
 			}
 		}
+		if r.CombineOutput != nil && !r.CombineOutput.OK {
+			return true
+		}
 	}
 	return false
 }
@@ -65,7 +79,9 @@ func at(m []int, i int) int {
 
 // WriteMaskTest writes the test's block as ep_bench prints it: the masks
 // after the dispatch (ranks that ran it), after the combine (ranks that ran
-// it), the clean check of every rank.
+// it), the clean check of every rank. A combine output that failed its
+// check (ep_bench has none) adds a line after that rank's combine mask
+// check; one that passed adds nothing, so that the block diffs.
 func WriteMaskTest(w io.Writer, m MaskTest) error {
 	p := newPrinter(w)
 	p.line("\n=== Active-Mask Test ===")
@@ -85,6 +101,9 @@ func WriteMaskTest(w io.Writer, m MaskTest) error {
 			if !c.OK() {
 				p.printf("Rank %d:   expected %s\n", r.Rank, maskString(c.Want))
 			}
+		}
+		if o := r.CombineOutput; o != nil && !o.OK {
+			p.printf("Rank %d: combine output check: FAILED (%s)\n", r.Rank, o.First)
 		}
 	}
 	for _, r := range m.Ranks {

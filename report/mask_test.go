@@ -46,3 +46,45 @@ Rank 1: mask clean check: PASSED
 		t.Error("a passing test failed")
 	}
 }
+
+// A combine output of the masked step that failed its check fails the test
+// and is named under its rank's combine lines; one that passed prints
+// nothing (ep_bench's block has no such line).
+func TestMaskTestCombineOutput(t *testing.T) {
+	mask := MaskCheck{Mask: []int{1, 0, 1, 0}, Want: []int{1, 0, 1, 0}}
+	clean := MaskCheck{Mask: []int{1, 1, 1, 1}, Want: []int{1, 1, 1, 1}}
+	m := &MaskTest{Ranks: []MaskRank{
+		{Rank: 0, Dispatch: &mask, Combine: &mask, Clean: clean, CombineOutput: &OutputCheck{OK: true}},
+		{Rank: 2, Dispatch: &mask, Combine: &mask, Clean: clean,
+			CombineOutput: &OutputCheck{First: "rank 2, token 3, column 5: got 0x3f80 (1) want 0x0000 (0)"}},
+	}}
+	if !m.Failed() || !strings.Contains((&Result{MaskTest: m}).Failure(), "active-mask test") {
+		t.Error("a wrong combine output did not fail the test")
+	}
+	var b bytes.Buffer
+	if err := WriteMaskTest(&b, *m); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+=== Active-Mask Test ===
+Rank 0: mask after dispatch = [1,0,1,0]
+Rank 0: dispatch mask check: PASSED (rank 1 mask=0)
+Rank 2: mask after dispatch = [1,0,1,0]
+Rank 2: dispatch mask check: PASSED (rank 1 mask=0)
+Rank 0: mask after combine = [1,0,1,0]
+Rank 0: combine mask check: PASSED (rank 1=0, rank 3=0)
+Rank 2: mask after combine = [1,0,1,0]
+Rank 2: combine mask check: PASSED (rank 1=0, rank 3=0)
+Rank 2: combine output check: FAILED (rank 2, token 3, column 5: got 0x3f80 (1) want 0x0000 (0))
+Rank 0: mask clean check: PASSED
+Rank 2: mask clean check: PASSED
+=== Active-Mask Test Complete ===
+`
+	if b.String() != want {
+		t.Errorf("block:\n%s\nwant:\n%s", b.String(), want)
+	}
+	m.Ranks[1].CombineOutput = &OutputCheck{OK: true}
+	if m.Failed() {
+		t.Error("a passing test failed")
+	}
+}

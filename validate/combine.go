@@ -84,7 +84,7 @@ func expected(in *Input) ([]uint16, []float64) {
 			// weight sum (the validated pair's pre-scaling), the scaled bf16
 			// rows added in rank order.
 			for q := 0; q < s.Ranks; q++ {
-				if !routesHere(idx, q, L) {
+				if !routesHere(idx, q, L) || !in.active(q) {
 					continue
 				}
 				ws := rankSum(idx, w, q, L)
@@ -94,12 +94,15 @@ func expected(in *Input) ([]uint16, []float64) {
 			}
 		case in.Mode == config.DirectSend:
 			for k, e := range idx {
-				if e >= 0 {
+				if e >= 0 && in.active(int(e)/L) {
 					weightedAdd(acc, w[k], y)
 				}
 			}
 		case in.Mode == config.RankLocalReduce:
 			for owner := 0; owner < s.Ranks; owner++ {
+				if !in.active(owner) {
+					continue
+				}
 				clear(part)
 				hit := false
 				for k, e := range idx {
@@ -117,7 +120,7 @@ func expected(in *Input) ([]uint16, []float64) {
 		}
 		var wsum float64
 		for k, e := range idx {
-			if e >= 0 {
+			if e >= 0 && in.active(int(e)/L) {
 				wsum += float64(w[k])
 			}
 		}

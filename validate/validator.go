@@ -15,27 +15,47 @@ import (
 // so it needs no communication, and runs Check. The verdict is this rank's
 // (the runner reduces it over ranks: bench.GlobalVerdicts).
 func Validator(shape ll.Shape, cfg *config.Config) func(o *ll.Outputs, j, gen int) (Report, error) {
-	tables := map[int][]int64{}
-	var weights []float32
-	return func(o *ll.Outputs, j, gen int) (Report, error) {
-		if cfg == nil {
-			return Report{}, fmt.Errorf("validate: no configuration")
-		}
-		all, ok := tables[j]
-		if !ok {
-			var err error
-			if all, err = RoutingTopK(shape, cfg.Seed, j); err != nil {
-				return Report{}, err
-			}
-			tables[j] = all
-		}
-		if weights == nil {
-			var err error
-			if weights, err = routing.Weights(shape.Rank, shape.Tokens, shape.TopK); err != nil {
-				return Report{}, fmt.Errorf("validate: weights: %w", err)
-			}
-		}
-		return Check(Input{Shape: shape, Dtype: cfg.DispatchDtype, Mode: cfg.CombineMode, TopK: all, Weights: weights,
-			Generation: gen, SkipCombine: cfg.DispatchOnly}, o), nil
+	v := newValidator(shape, cfg)
+	return func(o *ll.Outputs, j, gen int) (Report, error) { return v.check(o, j, gen, nil) }
+}
+
+// MaskedValidator is Validator for -T's masked step: the combine output of
+// a pair that ran with the mask of active ranks active (Input.Active), the
+// dispatch not checked.
+func MaskedValidator(shape ll.Shape, cfg *config.Config) func(o *ll.Outputs, j, gen int, active []bool) (Report, error) {
+	return newValidator(shape, cfg).check
+}
+
+// validator caches what its checks regenerate.
+type validator struct {
+	shape   ll.Shape
+	cfg     *config.Config
+	tables  map[int][]int64
+	weights []float32
+}
+
+func newValidator(shape ll.Shape, cfg *config.Config) *validator {
+	return &validator{shape: shape, cfg: cfg, tables: map[int][]int64{}}
+}
+
+func (v *validator) check(o *ll.Outputs, j, gen int, active []bool) (Report, error) {
+	if v.cfg == nil {
+		return Report{}, fmt.Errorf("validate: no configuration")
 	}
+	all, ok := v.tables[j]
+	if !ok {
+		var err error
+		if all, err = RoutingTopK(v.shape, v.cfg.Seed, j); err != nil {
+			return Report{}, err
+		}
+		v.tables[j] = all
+	}
+	if v.weights == nil {
+		var err error
+		if v.weights, err = routing.Weights(v.shape.Rank, v.shape.Tokens, v.shape.TopK); err != nil {
+			return Report{}, fmt.Errorf("validate: weights: %w", err)
+		}
+	}
+	return Check(Input{Shape: v.shape, Dtype: v.cfg.DispatchDtype, Mode: v.cfg.CombineMode, TopK: all, Weights: v.weights,
+		Generation: gen, SkipCombine: v.cfg.DispatchOnly && active == nil, Active: active}, o), nil
 }
