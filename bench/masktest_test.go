@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/epbench/epbench/mpi"
@@ -9,7 +11,8 @@ import (
 )
 
 // Every rank gets every rank's part of the active-mask test back as that
-// rank made it, a check it skipped (nil) included.
+// rank made it, a check it skipped (nil) included, a failed combine output
+// check's first difference cut to maskDetailBytes.
 func TestGatherMaskTest(t *testing.T) {
 	needMPI(t)
 	part := func(r, n int) report.MaskRank {
@@ -26,6 +29,13 @@ func TestGatherMaskTest(t *testing.T) {
 		}
 		if r%2 == 0 {
 			mr.Combine = check(1)
+			// The combine output check: passed, or failed with a first
+			// difference longer than what is carried (cut to it).
+			mr.CombineOutput = &report.OutputCheck{OK: true}
+			if r%4 == 2 {
+				long := strings.Repeat(fmt.Sprintf("rank %d differs; ", r), 40)
+				mr.CombineOutput = &report.OutputCheck{First: long}
+			}
 		}
 		return mr
 	}
@@ -43,7 +53,11 @@ func TestGatherMaskTest(t *testing.T) {
 	}
 	want := &report.MaskTest{}
 	for r := range n {
-		want.Ranks = append(want.Ranks, part(r, n))
+		w := part(r, n)
+		if o := w.CombineOutput; o != nil && !o.OK {
+			o.First = o.First[:maskDetailBytes]
+		}
+		want.Ranks = append(want.Ranks, w)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("gathered\n%+v\nwant\n%+v", got, want)

@@ -91,15 +91,22 @@ func TestSubTestUsageErrors(t *testing.T) {
 	}
 }
 
-// Elastic EP's active-mask test on the CPU backend at 4 and 8 ranks: rank
-// 1 skips a dispatch and ranks 1 and 3 a combine; the others mask them
-// within --timeout-ms instead of failing, and every check passes.
+// Elastic EP's active-mask test on the CPU backend at 4 and 8 ranks (and at
+// 4 in rank-major, direct_send and FP8): rank 1 skips a dispatch and ranks
+// 1 and 3 a combine; the others mask them within --timeout-ms instead of
+// failing, and every check passes, their combine outputs included.
 func TestCPUMaskTest(t *testing.T) {
-	for _, np := range []int{4, 8} {
-		t.Run(fmt.Sprintf("%d ranks", np), func(t *testing.T) {
+	for _, c := range []struct {
+		np    int
+		extra []string
+	}{{4, nil}, {8, nil}, {4, []string{"-L", "rm"}}, {4, []string{"--combine-mode", "direct_send"}},
+		{4, []string{"--dispatch-dtype", "fp8_e4m3"}}} {
+		np := c.np
+		t.Run(fmt.Sprintf("%d ranks %v", np, c.extra), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "r.json")
-			r := mpirun(t, np, "--backend", "cpu", "-T", "-t", "12", "-d", "256", "-k", "3", "-e", fmt.Sprint(2*np),
-				"-w", "1", "-i", "3", "--timeout-ms", "500", "--json", path)
+			args := append([]string{"--backend", "cpu", "-T", "-t", "12", "-d", "256", "-k", "3", "-e", fmt.Sprint(2 * np),
+				"-w", "1", "-i", "3", "--timeout-ms", "500", "--json", path}, c.extra...)
+			r := mpirun(t, np, args...)
 			require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 			// Every rank that combined had its output of the masked step
 			// checked, with ranks 1 and 3 left out, and it passed.

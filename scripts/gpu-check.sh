@@ -183,9 +183,10 @@ if [ -n "$mps" ]; then
 			mps_result "mps $n ${c:-defaults}" "$((mps_rc == 0))" "${g#kernels: }, ${v:-no validation}, ${mps_secs} s"
 		done
 	done
-	# Elastic EP's active-mask test (at least 4 ranks): every check passes.
+	# Elastic EP's active-mask test (at least 4 ranks): every check passes, the combine outputs of its masked
+	# step included (bench/masktest.go).
 	[ -n "$gin" ] || for n in 4 8; do
-		for c in "" "--protocol fenced" "-t 1" "-L rm"; do
+		for c in "" "--protocol fenced" "-t 1" "-L rm" "--combine-mode direct_send" "--dispatch-dtype fp8_e4m3"; do
 			# shellcheck disable=SC2086
 			mps_run "mask $n ${c:-defaults}" 120 "$n" -T --timeout-ms 1000 -w 3 -i 20 $c "${ptx_args[@]}"
 			ok=0

@@ -39,6 +39,11 @@
 //
 // A token without a valid selection expects zeros. The comparison is exact.
 //
+// With a mask of active ranks (Input.Active, -T's masked step, checked by
+// MaskedValidator) every term a masked rank would have sent is left out: its
+// partial, or its slots' rows; the dispatch is then not checked. A valid
+// weight is then one of a slot on an active rank, for CalcDiff below too.
+//
 // CalcDiff is ep_bench's similarity metric, 1 − 2Σ(x+1)(y+1)/Σ[(x+1)²+(y+1)²]
 // in float64, of this rank's combine output x against ep_bench's own
 // reference y = token row × Σ of the valid weights (float64), so the number

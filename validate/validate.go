@@ -38,7 +38,8 @@ type Input struct {
 	// expected output leaves out every term a masked rank would have sent
 	// (its partial, its rows), as the kernels and the CPU backend do. The
 	// checked rank must be active. The dispatch is then not checked (a
-	// masked rank's rows never arrive): DispatchOK is true.
+	// masked rank's rows never arrive): DispatchOK is true. The combine is
+	// checked even with SkipCombine's -D: the test runs a combine anyway.
 	Active []bool
 }
 
