@@ -23,10 +23,7 @@ func TestMaskTestBlock(t *testing.T) {
 	if !r.Failed() || !strings.Contains(r.Failure(), "active-mask test") {
 		t.Errorf("Failed %v, %q", r.Failed(), r.Failure())
 	}
-	var b bytes.Buffer
-	if err := WriteMaskTest(&b, *m); err != nil {
-		t.Fatal(err)
-	}
+	got := maskBlock(t, m)
 	want := `
 === Active-Mask Test ===
 Rank 0: mask after dispatch = [1,0,1,1]
@@ -38,8 +35,8 @@ Rank 0: mask clean check: PASSED
 Rank 1: mask clean check: PASSED
 === Active-Mask Test Complete ===
 `
-	if b.String() != want {
-		t.Errorf("block:\n%s\nwant:\n%s", b.String(), want)
+	if got != want {
+		t.Errorf("block:\n%s\nwant:\n%s", got, want)
 	}
 	m.Ranks[0].Combine = &MaskCheck{Mask: []int{1, 0, 1, 0}, Want: []int{1, 0, 1, 0}}
 	if m.Failed() || (&Result{MaskTest: m}).Failed() {
@@ -61,10 +58,7 @@ func TestMaskTestCombineOutput(t *testing.T) {
 	if !m.Failed() || !strings.Contains((&Result{MaskTest: m}).Failure(), "active-mask test") {
 		t.Error("a wrong combine output did not fail the test")
 	}
-	var b bytes.Buffer
-	if err := WriteMaskTest(&b, *m); err != nil {
-		t.Fatal(err)
-	}
+	got := maskBlock(t, m)
 	want := `
 === Active-Mask Test ===
 Rank 0: mask after dispatch = [1,0,1,0]
@@ -80,11 +74,21 @@ Rank 0: mask clean check: PASSED
 Rank 2: mask clean check: PASSED
 === Active-Mask Test Complete ===
 `
-	if b.String() != want {
-		t.Errorf("block:\n%s\nwant:\n%s", b.String(), want)
+	if got != want {
+		t.Errorf("block:\n%s\nwant:\n%s", got, want)
 	}
 	m.Ranks[1].CombineOutput = &OutputCheck{OK: true}
 	if m.Failed() {
 		t.Error("a passing test failed")
 	}
+}
+
+// maskBlock is the test's block as WriteMaskTest writes it.
+func maskBlock(t *testing.T, m *MaskTest) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteMaskTest(&b, *m); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
