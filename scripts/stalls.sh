@@ -6,8 +6,8 @@
 # on the immediate constant cache (offset: samples), in the order the code reaches them. Where the kernel executed
 # local-memory instructions (LDL, STL: spilled registers, arrays the compiler keeps in memory), it also prints how
 # many, and the stack slots ([R1+offset]) it loaded that no executed store of the launch wrote, with how many warps
-# loaded each: a load of such a slot most likely misses L1, and a wait on it stands in the middle of the code (kernels
-# v45 in docs/PERF.md).
+# loaded each (and, where a narrower store wrote part of the load, how many of its bytes were not): a load of such
+# a slot most likely misses L1, and a wait on it stands in the middle of the code (kernels v45 in docs/PERF.md).
 # A CSV is the source page of a report taken with per-instruction sampling, e.g.
 #   mpirun -np 1 ncu --section SourceCounters --section WarpStateStats --warp-sampling-interval 0 \
 #       -k regex:'epbench_ll_dispatch$' --launch-skip 20 --launch-count 1 -o disp bin/epbench --no-kernel-timing -w 3 -i 30
@@ -77,18 +77,20 @@ for f in "$@"; do
 	function hexval(h,    i, v) { v = 0; h = tolower(h); for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789abcdef", substr(h, i, 1)) - 1; return v }
 	# The slots of the local loads that no executed store wrote (every byte
 	# checked), in the order the code reaches them, with the warps that
-	# loaded each.
+	# loaded each; where the first such load of a slot had some of its
+	# bytes written (a narrower store, then a wider load), how many were not.
 	function unwritten(    i, b, off, miss, out, seen) {
 		out = ""
 		for (i = 1; i <= nl; i++) {
 			off = ldoff[i]; miss = 0
-			for (b = 0; b < ldw[i]; b++) if (!((off + b) in wrote)) miss = 1
+			for (b = 0; b < ldw[i]; b++) if (!((off + b) in wrote)) miss++
 			if (!miss) continue
 			if (off in seen) { cnt[off] += ldex[i]; continue }
 			seen[off] = 1; cnt[off] = ldex[i]; order[++no] = off
+			part[off] = (miss < ldw[i] ? sprintf(" (%d of %d bytes)", miss, ldw[i]) : "")
 		}
-		for (i = 1; i <= no; i++) out = out (i > 1 ? ", " : "") sprintf("[R1+0x%x] %d", order[i], cnt[order[i]])
-		delete cnt; delete order; no = 0
+		for (i = 1; i <= no; i++) out = out (i > 1 ? ", " : "") sprintf("[R1+0x%x] %d%s", order[i], cnt[order[i]], part[order[i]])
+		delete cnt; delete order; delete part; no = 0
 		return out == "" ? "every slot loaded was written" : "loaded but never written: " out
 	}
 	BEGIN { kernel = ""; reset() }

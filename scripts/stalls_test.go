@@ -197,7 +197,8 @@ func TestStallsRefusesWhatItCannotSummarizeRightly(t *testing.T) {
 
 // Local memory: the loads and stores the warps executed, and the slots
 // loaded that no executed store wrote, byte by byte (a 64-bit load half
-// written counts), in the order the code reaches them.
+// written counts, and says how much was not), in the order the code
+// reaches them.
 func TestStallsNamesLocalSlotsLoadedButNeverWritten(t *testing.T) {
 	rows := []srcRow{
 		{"STL [R1+0x10], R0", 32, nil},
@@ -216,7 +217,14 @@ func TestStallsNamesLocalSlotsLoadedButNeverWritten(t *testing.T) {
 	out, stderr, code := runStalls(t, f)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "  local memory: 152 loads and 64 stores (warp instructions); loaded but never written: "+
-		"[R1+0x10] 32, [R1+0x20] 24, [R1+0x0] 32\n")
+		"[R1+0x10] 32 (4 of 8 bytes), [R1+0x20] 24, [R1+0x0] 32\n")
+
+	// A 16-bit store, then a 32-bit load of the same slot (the flags of
+	// kernels v45's combine): two of its four bytes were never written.
+	narrow := []srcRow{{"STL.S16 [R1+0x18], R34", 14, nil}, {"LDL.LU R83, [R1+0x18]", 14, nil}, {"EXIT", 14, nil}}
+	f = writeCSV(t, t.TempDir(), "narrow.csv", ncuSource("epbench_ll_combine", narrow))
+	out, _, _ = runStalls(t, f)
+	assert.Contains(t, out, "loaded but never written: [R1+0x18] 14 (2 of 4 bytes)\n")
 
 	written := []srcRow{{"STL [R1+0x4], R0", 32, nil}, {"LDL R1, [R1+0x4]", 32, nil}, {"EXIT", 32, nil}}
 	f = writeCSV(t, t.TempDir(), "ok.csv", ncuSource("epbench_ll_combine", written))
