@@ -214,7 +214,7 @@ func bindConfig(fs *pflag.FlagSet, c *Config, help *bool, lists map[string]*[]in
 	bindBool(fs, &c.Profile, "profile", "p", false,
 		"an extra loop after the timed one in NVTX ranges (ep_bench's names), inside cuProfilerStart/Stop")
 	bindBool(fs, &c.MaskTest, "mask-test", "T", false,
-		"elastic EP's active-mask test (at least 4 ranks; implies -V): rank 1 skips a dispatch, ranks 1 and 3 a combine")
+		"elastic EP's active-mask test (at least 4 ranks; implies -V): rank 1 skips a dispatch, ranks 1 and 3 a combine; the masks and the others' combine outputs are checked")
 	bindBool(fs, &c.CUDAGraph, "cuda-graph", "", false,
 		"launch dispatch and combine as CUDA graphs, each captured once (the kernels keep the call count on the device)")
 	bindBool(fs, &c.BackToBack, "back-to-back", "", false,
