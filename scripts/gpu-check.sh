@@ -422,9 +422,9 @@ if [ -z "$quick" ] || [ -n "${PERF:-}" ]; then
 				bf16/graph) [ "$mode" = direct_send ] && skip=1 ;;
 				esac
 				[ -n "$skip" ] && continue
-				# The run's name in the log, for timer_notes.
-				echo "### perf $dt $mode -t $t: mpirun -np $np bin/epbench -i ${PERF_ITERS:-200} -t $t --dispatch-dtype ${dt%/*} --protocol $proto --combine-mode $mode ${extra[*]} ${ptx_args[*]}" >>"$log"
-				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench -i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "${dt%/*}" --protocol "$proto" --combine-mode "$mode" "${extra[@]}" "${ptx_args[@]}" >"$out/run.txt" 2>&1
+				args=(-i "${PERF_ITERS:-200}" -t "$t" --dispatch-dtype "${dt%/*}" --protocol "$proto" --combine-mode "$mode" "${extra[@]}" "${ptx_args[@]}")
+				echo "### perf $dt $mode -t $t: mpirun -np $np bin/epbench ${args[*]}" >>"$log" # the run's name, for timer_notes
+				timeout -k 10 120 mpirun "${root[@]}" -np "$np" bin/epbench "${args[@]}" >"$out/run.txt" 2>&1
 				rc=$?
 				cat "$out/run.txt" >>"$log"
 				read -r d c h < <(averages "$out/run.txt")

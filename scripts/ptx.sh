@@ -18,12 +18,12 @@
 # protocols, phases, limits), and every line that starts with
 # "__host__ __device__ " to the line that closes that function's braces, or
 # ends a declaration without a body in ";" (the message, slot and line
-# sizes); each line
-# without its // comment, blanks, tabs and carriage returns, and a newline
-# after each file (interface_text below). A binary refuses PTX under --ptx-dir whose interface stamp is
-# not its own: kernels built for another argument block, or other sizes,
-# would read every field at the wrong offset or write past the buffers the
-# host sized, and still run, their results and times meaningless.
+# sizes); each line without its // comment, blanks, tabs and carriage
+# returns, and a newline after each file (interface_text below). A binary
+# refuses PTX under --ptx-dir whose interface stamp is not its own: kernels
+# built for another argument block, or other sizes, would read every field
+# at the wrong offset or write past the buffers the host sized, and still
+# run, their results and times meaningless.
 # Usage: scripts/ptx.sh NVCC [OUTDIR [VARIANT...]]
 #                               (OUTDIR defaults to kernels/ptx; VARIANTs,
 #                                names from the list, build only those)

@@ -3,7 +3,6 @@ package scripts
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -17,10 +16,10 @@ func timerNotes(t *testing.T, log string, limit ...string) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "gpu-check.log")
 	require.NoError(t, os.WriteFile(f, []byte(log), 0o644))
-	args := append([]string{"-c", `source "$1"; shift; timer_notes "$@"`, "bash", "summary.sh", f}, limit...)
-	out, err := exec.Command("bash", args...).CombinedOutput()
-	require.NoError(t, err, string(out))
-	return string(out)
+	out, stderr, code := runScript(t, nil, "-c", append([]string{`source "$1"; shift; timer_notes "$@"`, "bash", "summary.sh", f}, limit...)...)
+	require.Equal(t, 0, code, stderr)
+	require.Empty(t, stderr)
+	return out
 }
 
 func TestTimerNotesNamesTheRunOfEachNote(t *testing.T) {
