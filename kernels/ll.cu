@@ -636,6 +636,17 @@ __device__ __forceinline__ unsigned own_prefix(unsigned own, int e) {
     return others != 0 ? own & ((others & (0u - others)) - 1) : own;
 }
 
+// Whether this rank's partial is a token's whole sum (rank_local_reduce and
+// rank-major): the token has a selection, and every one is on this rank
+// (lane k holds selection k's expert, -1 for none and for k >= K). Read from
+// the routing alone, never from the -T mask, which a warp that gives up on a
+// peer changes during the launch: the worker and source warps of an item
+// must decide alike. (A token with a masked peer's selection is left to the
+// hand-over, where that peer's term counts as zero.) Warp-collective.
+__device__ __forceinline__ bool only_own_term(int e, int L, int rank) {
+    return __ballot_sync(0xffffffffu, e >= 0) != 0 && __ballot_sync(0xffffffffu, e >= 0 && e / L != rank) == 0;
+}
+
 // acc += w * the decoded vectors in raw (the fp32 steps of the CPU reference).
 __device__ __forceinline__ void add_weighted(const LLArgs& a, float acc[kVecPerLane][8], float w,
                                              const YRaw raw[kVecPerLane]) {
@@ -694,9 +705,10 @@ __device__ __forceinline__ void local_partial(const LLArgs& a, unsigned local, i
 // the own rank's item) it hands part of the item to the source side's warp
 // of the same block in shared memory instead, the lane's vectors at hand[0],
 // hand[1], ...: rank_local_reduce and rank-major, the partial (bf16, one
-// vector each); direct_send, the fp32 sum of the own selections that come
-// before any other rank's in top-k order (own_prefix), two vectors each, the
-// rest of its rows sent as usual. Warp-uniform.
+// vector each), or, where it is the token's whole sum (only_own_term), the
+// output itself, written here; direct_send, the fp32 sum of the own
+// selections that come before any other rank's in top-k order (own_prefix),
+// two vectors each, the rest of its rows sent as usual. Warp-uniform.
 __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int s, int t, int slice,
                                              uint4* hand = nullptr) {
     const int T = a.tokens, H = a.hidden, K = a.topk, L = a.local_experts;
@@ -815,6 +827,22 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
         }
         return;
     }
+    // A handed-over item whose token's only term is this partial: the sum
+    // is written here, as the source warp would add it (0 + the bf16
+    // partial), and nothing is handed over; the source warp decides the
+    // same from the same routing and skips the item.
+    if (hand != nullptr && only_own_term(e, L, a.rank)) {
+        uint4* out = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++) {
+            float f[8];
+            unpack8(pack8(acc[u]), f);
+#pragma unroll
+            for (int j = 0; j < 8; j++) f[j] = __fadd_rn(0.f, f[j]);
+            if (v[u] >= 0) out[v[u]] = pack8(f);
+        }
+        return;
+    }
     const uint64_t row = (uint64_t)a.rank * T + t;
     uint4* to = reinterpret_cast<uint4*>(dst_base + row * (uint64_t)H * 2);
 #pragma unroll
@@ -880,8 +908,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // (0..kWarps-2), computed by worker warp w + 1 of the same block (the
     // first own item of that warp is the same item), handed over here
     // instead of through memory (rank_local_reduce and rank-major: its
-    // partial; direct_send: the sum of its own_prefix rows; combine_item);
-    // hand_ready[w] says it is in place. A direct_send sum (fp32) takes
+    // partial, unless that is the token's whole sum, which the worker
+    // writes to the output itself; direct_send: the sum of its own_prefix
+    // rows; combine_item); hand_ready[w] says it is in place. A direct_send sum (fp32) takes
     // twice the room of a partial.
     __shared__ uint4 hand_part[kWarps - 1][kWarp][kHandVecs];
     __shared__ int hand_ready[kWarps - 1];
@@ -1182,6 +1211,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         const bool sel = e >= 0 && !masked(a.active, e / L);
         const unsigned valid = __ballot_sync(0xffffffffu, sel);
         const unsigned my_rank = sel ? (unsigned)(e / L) : UINT_MAX;
+        // A handed-over item whose token's only term is this rank's partial
+        // (only_own_term): its worker warp writes the output (combine_item).
+        if (per_rank(a) && handing && item < hand_items && only_own_term(e, L, a.rank)) continue;
         int prev = -1;          // rank_local_reduce: the last rank taken
         unsigned left = valid;  // direct_send: the selections not taken yet
         auto next_term = [&](int* row, int* rank, float* w) {
@@ -1279,9 +1311,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
                 // Every unit of the batch that lacks the flag reloaded, all
                 // together, until none does (one round trip per poll); then
                 // the handed-over partial, once its worker warp says so. A
-                // batch whose only term is that partial (at one rank, or a
-                // token whose other ranks are masked or come in another
-                // batch) jumps over the poll's code; so does a direct_send
+                // batch whose only term is that partial (a token whose other
+                // ranks are masked or come in another batch) jumps over the
+                // poll's code; so does a direct_send
                 // batch without terms (all handed over, or none left).
                 bool units = !per_rank(a) && nb > 0;
 #pragma unroll

@@ -65,7 +65,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // there, its store waited ~4 % of the kernel's samples and the entry was
     // ~0.1 us slower again at 128 tokens. (With v42's code in that entry the
     // fenced dispatch is still ~0.1 us slower than v42's, for reasons outside
-    // it: docs/PERF.md, kernels v43.)
+    // it: docs/PERF.md, kernels v43; about half comes with the spread
+    // entry's change, kernels v44's c9.) To be timed again, and dropped if
+    // it no longer pays, once that module effect is understood.
     static_assert(kMaxRanks <= kThreads, "one peer base a thread");
     const bool peer_first = lines || EPBENCH_SPREAD != 0;
     const uint64_t my_peer = peer_first && (int)threadIdx.x < R ? a.peers[threadIdx.x] : 0;

@@ -11,7 +11,10 @@ import (
 
 // Phase names of the stamps EPBENCH_TRACE(a, i) records in ll.cu, index i
 // (below TracePoints). "inline own parts": worker warp 1 computed its
-// own-rank items.
+// own-rank items. "rows summed": the block's source warp 0 is about to store
+// its first item; a block whose first item's only term is the own partial
+// (written by the worker warp, only_own_term) records none, so at one rank
+// the inline combine has no such line.
 var (
 	DispatchPhases = []string{"start", "sent", "signalled", "sources arrived", "end", "rows sent", "own rows"}
 	CombinePhases  = []string{"start", "peer partials sent", "signalled", "inline own parts", "ranks arrived", "end", "rows summed"}
