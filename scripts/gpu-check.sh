@@ -273,43 +273,26 @@ if [ -n "$mps" ]; then
 	exit $status
 fi
 
-# pair_floors CSV: the median duration of each kernel (name and grid) in an
-# `ncu --csv --page raw --metrics gpu__time_duration.sum` report, in us. The
-# row under the header names the column's unit, which ncu scales to fit.
-pair_floors() {
-	awk -F'","' '
-		BEGIN { ns = 1 }
-		/"Kernel Name"/ {
-			for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); col[h] = i }
-			next
-		}
-		col["Kernel Name"] && $1 == "\"" {
-			u = $col["gpu__time_duration.sum"]; gsub(/"/, "", u)
-			ns = u == "second" ? 1e9 : u == "msecond" ? 1e6 : u == "usecond" ? 1e3 : 1
-			next
-		}
-		col["Kernel Name"] && $1 ~ /^"[0-9]+$/ {
-			k = $col["Kernel Name"]; sub(/\(.*/, "", k)
-			g = $col["Grid Size"]; match(g, /[0-9]+/); g = substr(g, RSTART, RLENGTH)
-			v = $col["gpu__time_duration.sum"]; gsub(/[",]/, "", v)
-			printf "%s %s %.1f\n", k, g, v * ns
-		}' "$1" | sort -k1,1 -k2,2n -k3,3n | awk '
-		function flush() { if (n) printf "pair floor: %-16s %4d blocks: %.2f us (median of %d)\n", key, grid, v[int((n + 1) / 2)] / 1000, n }
-		$1 != key || $2 != grid { flush(); key = $1; grid = $2; n = 0 }
-		{ v[++n] = $3 }
-		END { flush() }'
-}
-
 # 2. Micro-benchmarks, what a launch pays for code another kernel's code
-# evicted (docs/PERF.md, kernels v39) and whether late blocks are late for their SM (docs/PERF.md,
-# "Late SMs"); with Nsight Compute at hand, also the local pair's
-# floors per kernel (docs/PERF.md, kernels v23): 100 of each, timed by the
+# evicted (docs/PERF.md, kernels v39), whether late blocks are late for their
+# SM (docs/PERF.md, "Late SMs") and the one-rank floor kernels checked
+# against the host (docs/PERF.md, "The one-rank floor kernels"); with Nsight
+# Compute at hand, also the local pair's floors per kernel (docs/PERF.md,
+# kernels v23; 100 of each) and the floor kernels' times, timed by the
 # profiler without touching clocks or caches.
 if [ -f scripts/microbench.cu ]; then
 	if "$nvcc" -O3 -arch=sm_90 -o "$ptxdir/microbench" scripts/microbench.cu >>"$log" 2>&1; then
 		timeout -k 5 60 "$ptxdir/microbench" 2>&1 | tee -a "$log"
 		timeout -k 5 60 "$ptxdir/microbench" icache 2>&1 | tee -a "$log"
 		timeout -k 5 60 "$ptxdir/microbench" balance 2>&1 | tee -a "$log"
+		floor_ok=
+		if timeout -k 5 120 "$ptxdir/microbench" floor >>"$log" 2>&1; then
+			floor_ok=1
+			say "floor kernels: checked against the host"
+		else
+			say "floor kernels: check failed (see $log)"
+			status=1
+		fi
 		if command -v ncu >/dev/null 2>&1; then
 			if timeout -k 5 180 ncu --cache-control none --clock-control none --csv --page raw \
 				--metrics gpu__time_duration.sum -k regex:'pair_|empty' --launch-skip 70 --launch-count 700 \
@@ -317,6 +300,13 @@ if [ -f scripts/microbench.cu ]; then
 				pair_floors "$ptxdir/pair.csv" | tee -a "$log"
 			else
 				say "pair floors: ncu failed (see $log)"
+			fi
+			if [ -n "$floor_ok" ] && timeout -k 5 300 ncu --cache-control none --clock-control none --csv --page raw \
+				--metrics gpu__time_duration.sum -k regex:'floor_|empty' --launch-skip 107 --launch-count 2500 \
+				"$ptxdir/microbench" floor >"$ptxdir/floor.csv" 2>>"$log"; then
+				pair_floors "$ptxdir/floor.csv" | tee -a "$log"
+			elif [ -n "$floor_ok" ]; then
+				say "floor kernels: ncu failed (see $log)"
 			fi
 		fi
 	else

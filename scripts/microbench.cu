@@ -8,14 +8,17 @@
 // local pair's kernels, for a profiler). With the argument `icache`, only
 // what a launch pays for code another kernel's code evicted; with `balance`,
 // only whether the blocks that end late are late for their SM or their
-// data. Needs two GPUs with P2P for the NVLink parts. Build: nvcc -O3
-// -arch=sm_90 -o microbench scripts/microbench.cu
+// data; with `floor`, only the smallest correct one-rank dispatch and
+// combine of the defaults' shape, checked, then run for a profiler. Needs
+// two GPUs with P2P for the NVLink parts. Build: nvcc -O3 -arch=sm_90 -o
+// microbench scripts/microbench.cu
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cstdint>
 #include <cmath>
 #include <cuda_runtime.h>
+#include <cuda_fp8.h>
 
 // icache and balance keep per-block (per-SM) records in arrays of this size;
 // main refuses a GPU with more SMs.
@@ -328,6 +331,428 @@ static int pair(int sms) {
     return 0;
 }
 
+// --- `microbench floor`: the smallest correct one-rank dispatch and combine
+// of the defaults' shape, for a profiler to time beside the LL kernels
+// (docs/PERF.md). They produce what the CPU reference defines at one rank,
+// and main checks them bit for bit before timing: the dispatch writes token
+// t's row to recv row e * T + (how many tokens before t select e) for each
+// selection e (-1: none), row_pos[t * K + k] = that row, and recv_count[e];
+// FP8 writes E4M3 rows (128-channel blocks, amax = max(max|x|, 1e-4), q =
+// e4m3(x * (448 / amax)), scale = amax / 448) with their scales. The combine
+// writes out[t] = bf16(sum over k of w_k * row_k), fp32 steps in top-k order
+// (rank_local_reduce's partial). One block per token, every load a block
+// needs issued at its first instruction, one barrier before the counting
+// and one after; no peers, no flags, no arguments beyond the pointers.
+constexpr int kFloorThreads = 512;
+constexpr int kFloorIds = 4;   // routing entries per thread: T * K <= 2048
+constexpr int kFloorVecs = 2;  // 16-byte vectors of a row per thread: H <= 8192
+constexpr int kFloorMaxK = 32;
+
+__device__ __host__ __forceinline__ uint16_t bf16_rn(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ __host__ __forceinline__ float bf16_f(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+// kMode, for splitting its time (main checks each against its own rows):
+// 0 the dispatch above; 1 rows at e * T + t, not counted (the same spread
+// over recv, no routing but the token's own, no barrier); 2 rows at t * K +
+// k (14.55 MB in one piece), not counted; 3 as 2, but after the count and its
+// barriers, which the rows' places then depend on without changing them; 4
+// the dispatch above with its rows written by TMA bulk copies: the row staged
+// in shared memory before the count's second barrier, then one
+// cp.async.bulk of the whole row per selection, each from its own lane.
+template <bool kFP8, int kMode = 0>
+__global__ void __launch_bounds__(kFloorThreads, 1)
+    floor_dispatch(const int64_t* __restrict__ topk, const uint4* __restrict__ x, uint8_t* __restrict__ recv,
+                   float* __restrict__ recv_scales, int* __restrict__ row_pos, int* __restrict__ recv_count, int T,
+                   int H, int K, int E) {
+    __shared__ int before[kFloorMaxK];
+    __shared__ int total[1024];
+    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+    if (t >= T) return;
+    const bool counted = kMode == 0 || kMode == 3 || kMode == 4;
+    __shared__ __align__(128) uint4 stage[kMode == 4 ? kFloorVecs * kFloorThreads : 1];
+    const bool last = kMode == 0 && t == T - 1;  // also counts every expert's rows (recv_count)
+    const int n = counted ? (t + 1) * K : 0;     // the entries this block reads: tokens 0..t
+    int64_t id[kFloorIds];
+#pragma unroll
+    for (int j = 0; j < kFloorIds; j++) id[j] = tid + j * kFloorThreads < n ? __ldg(topk + tid + j * kFloorThreads) : -1;
+    const int64_t mine = lane < K ? __ldg(topk + (int64_t)t * K + lane) : -1;  // every warp holds the token's
+    const int nv = H / 8;
+    uint4 v[kFloorVecs];
+#pragma unroll
+    for (int j = 0; j < kFloorVecs; j++) {
+        const int i = tid + j * kFloorThreads;
+        v[j] = i < nv ? __ldg(x + (int64_t)t * nv + i) : make_uint4(0, 0, 0, 0);
+    }
+    if (tid < K) before[tid] = 0;
+    for (int e = tid; last && e < E; e += kFloorThreads) total[e] = 0;
+    if (counted) __syncthreads();
+    // How many earlier tokens select each of this token's experts: each
+    // thread's entries against the K experts, summed over the warp.
+    for (int k = 0; counted && k < K; k++) {
+        const int64_t ek = __shfl_sync(0xffffffffu, mine, k);
+        int c = 0;
+#pragma unroll
+        for (int j = 0; j < kFloorIds; j++) c += tid + j * kFloorThreads < t * K && id[j] == ek;
+        c = __reduce_add_sync(0xffffffffu, c);
+        if (lane == 0 && c != 0) atomicAdd(&before[k], c);
+    }
+    if (last) {
+#pragma unroll
+        for (int j = 0; j < kFloorIds; j++)
+            if (id[j] >= 0) atomicAdd(&total[id[j]], 1);
+    }
+    // FP8: each row's 128-channel blocks quantized while the counts settle
+    // (16 lanes hold one block).
+    uint2 q[kFloorVecs];
+    float scale[kFloorVecs];
+    if (kFP8) {
+#pragma unroll
+        for (int j = 0; j < kFloorVecs; j++) {
+            const uint32_t w[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+            float f[8], amax = 0.f;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                f[2 * i] = bf16_f((uint16_t)(w[i] & 0xffffu));
+                f[2 * i + 1] = bf16_f((uint16_t)(w[i] >> 16));
+                amax = fmaxf(amax, fmaxf(fabsf(f[2 * i]), fabsf(f[2 * i + 1])));
+            }
+#pragma unroll
+            for (int d = 8; d >= 1; d >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, d));
+            amax = fmaxf(amax, 1e-4f);
+            const float inv = __fdiv_rn(448.f, amax);
+            uint16_t p[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) p[i] = __nv_cvt_float2_to_fp8x2(make_float2(__fmul_rn(f[2 * i], inv), __fmul_rn(f[2 * i + 1], inv)), __NV_SATFINITE, __NV_E4M3);
+            q[j] = make_uint2(p[0] | (uint32_t)p[1] << 16, p[2] | (uint32_t)p[3] << 16);
+            scale[j] = __fdiv_rn(amax, 448.f);
+        }
+    }
+    if (kMode == 4) {
+#pragma unroll
+        for (int j = 0; j < kFloorVecs; j++)
+            if (tid + j * kFloorThreads < nv) stage[tid + j * kFloorThreads] = v[j];
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }
+    if (counted) __syncthreads();
+    const int e = lane < K ? (int)mine : -1;
+    const int pos = e < 0 ? -1
+                    : kMode == 0 ? e * T + before[lane]
+                    : kMode == 1 ? e * T + t
+                    : kMode == 2 ? t * K + lane
+                    : kMode == 4 ? e * T + before[lane]
+                                 : t * K + lane + (before[lane] >> 30);  // before < 2^30: the same place
+    if (tid < K) row_pos[t * K + tid] = pos;
+    if (last)
+        for (int i = tid; i < E; i += kFloorThreads) recv_count[i] = total[i];
+    if constexpr (kMode == 4) {
+        if (tid < K && pos >= 0) {
+            const unsigned sbuf = (unsigned)__cvta_generic_to_shared(stage);
+            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(recv + (int64_t)pos * H * 2),
+                         "r"(sbuf), "r"(H * 2)
+                         : "memory");
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        }
+        return;
+    }
+    for (int k = 0; k < K; k++) {
+        const int p = __shfl_sync(0xffffffffu, pos, k);
+        if (p < 0) continue;
+#pragma unroll
+        for (int j = 0; j < kFloorVecs; j++) {
+            const int i = tid + j * kFloorThreads;
+            if (i >= nv) continue;
+            if (kFP8) {
+                reinterpret_cast<uint2*>(recv + (int64_t)p * H)[i] = q[j];
+                if ((i & 15) == 0) recv_scales[(int64_t)p * (H / 128) + i / 16] = scale[j];
+            } else {
+                reinterpret_cast<uint4*>(recv + (int64_t)p * H * 2)[i] = v[j];
+            }
+        }
+    }
+}
+
+__global__ void __launch_bounds__(kFloorThreads, 1)
+    floor_combine(const uint4* __restrict__ rows, const int* __restrict__ row_pos, const float* __restrict__ topk_w,
+                  uint4* __restrict__ out, int T, int H, int K) {
+    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+    if (t >= T) return;
+    const int pos = lane < K ? __ldg(row_pos + t * K + lane) : -1;
+    const float w = lane < K ? __ldg(topk_w + t * K + lane) : 0.f;
+    const int nv = H / 8;
+    float acc[kFloorVecs][8] = {};
+    // All rows' loads in flight before the sums (K <= 8 here: 16 vectors).
+    uint4 r[8][kFloorVecs];
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const int p = __shfl_sync(0xffffffffu, pos, k);
+#pragma unroll
+        for (int j = 0; j < kFloorVecs; j++) {
+            const int i = tid + j * kFloorThreads;
+            r[k][j] = k < K && p >= 0 && i < nv ? __ldg(rows + (int64_t)p * nv + i) : make_uint4(0, 0, 0, 0);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const int p = __shfl_sync(0xffffffffu, pos, k);
+        const float wk = __shfl_sync(0xffffffffu, w, k);
+        if (k >= K || p < 0) continue;
+#pragma unroll
+        for (int j = 0; j < kFloorVecs; j++) {
+            const uint32_t u[4] = {r[k][j].x, r[k][j].y, r[k][j].z, r[k][j].w};
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                acc[j][2 * i] = __fadd_rn(acc[j][2 * i], __fmul_rn(wk, bf16_f((uint16_t)(u[i] & 0xffffu))));
+                acc[j][2 * i + 1] = __fadd_rn(acc[j][2 * i + 1], __fmul_rn(wk, bf16_f((uint16_t)(u[i] >> 16))));
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < kFloorVecs; j++) {
+        const int i = tid + j * kFloorThreads;
+        if (i >= nv) continue;
+        uint32_t o[4];
+#pragma unroll
+        for (int c = 0; c < 4; c++) o[c] = bf16_rn(acc[j][2 * c]) | (uint32_t)bf16_rn(acc[j][2 * c + 1]) << 16;
+        out[(int64_t)t * nv + i] = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
+// E4M3 of f, round to nearest even, finite values saturated to ±448 (the
+// host's check of floor_dispatch<true>).
+static uint8_t host_e4m3(float f) {
+    const uint8_t sign = signbit(f) ? 0x80 : 0;
+    const float a = fabsf(f);
+    if (a >= 448.f) return sign | 0x7e;
+    // The finite magnitudes by code, 0x00..0x7e, ascending: lo the largest
+    // at or below a, then the nearer of lo and lo + 1 (a tie: the even code,
+    // whose mantissa is even).
+    auto val = [](int c) {
+        const int ex = c >> 3, m = c & 7;
+        return ex == 0 ? ldexpf((float)m, -9) : ldexpf(1.f + m / 8.f, ex - 7);
+    };
+    int lo = 0, hi = 0x7e;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (val(mid) <= a) lo = mid;
+        else hi = mid;
+    }
+    if (val(hi) <= a) lo = hi;
+    if (lo == 0x7e) return sign | 0x7e;
+    const float dl = a - val(lo), dh = val(lo + 1) - a;
+    const int c = dl < dh ? lo : dh < dl ? lo + 1 : (lo % 2 == 0 ? lo : lo + 1);
+    return sign | (uint8_t)c;
+}
+
+// `microbench floor`: checks the floor kernels against the host, then runs
+// each pair 200 times with a host wait after every kernel (BF16 dispatch and
+// combine, FP8 dispatch and combine, the empty kernel), for a profiler.
+static int floor_pair(int sms) {
+    const int T = 128, H = 7168, K = 8, E = 256, nv = H / 8, G = H / 128;
+    if (T > sms || T * K > kFloorIds * kFloorThreads || nv > kFloorVecs * kFloorThreads) {
+        fprintf(stderr, "floor: shape does not fit\n");
+        return 1;
+    }
+    // Routing: K distinct experts per token; 9 entries then set to -1 (the
+    // defaults' 1015 selections of 1024), from a fixed LCG.
+    uint64_t s = 0x2545f4914f6cdd1dull;
+    auto rnd = [&] { s = s * 6364136223846793005ull + 1442695040888963407ull; return (uint32_t)(s >> 33); };
+    int64_t* h_topk = (int64_t*)malloc(T * K * sizeof(int64_t));
+    float* h_w = (float*)malloc(T * K * sizeof(float));
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) {
+            int64_t e;
+            bool dup;
+            do {
+                e = rnd() % E;
+                dup = false;
+                for (int j = 0; j < k; j++) dup |= h_topk[t * K + j] == e;
+            } while (dup);
+            h_topk[t * K + k] = e;
+            h_w[t * K + k] = (rnd() % 1000000) / 1e6f;
+        }
+    for (int m = 0; m < 9; m++) h_topk[(rnd() % T) * K + rnd() % K] = -1;
+    uint16_t* h_x = (uint16_t*)malloc((size_t)T * H * 2);
+    for (size_t i = 0; i < (size_t)T * H; i++) h_x[i] = bf16_rn(((int)(rnd() % 20001) - 10000) / 2500.f);
+    // The reference's layout.
+    int* ref_pos = (int*)malloc(T * K * sizeof(int));
+    int* ref_count = (int*)calloc(E, sizeof(int));
+    int rows = 0;
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) {
+            const int64_t e = h_topk[t * K + k];
+            ref_pos[t * K + k] = e < 0 ? -1 : (int)e * T + ref_count[e]++;
+            rows += e >= 0;
+        }
+
+    int64_t* topk;
+    float *w, *scales;
+    uint4 *x, *out;
+    uint8_t *recv, *recv8;
+    int *pos, *count;
+    const size_t recv_bytes = (size_t)E * T * H * 2;
+    CK(cudaMalloc(&topk, T * K * sizeof(int64_t)));
+    CK(cudaMalloc(&w, T * K * sizeof(float)));
+    CK(cudaMalloc(&x, (size_t)T * H * 2));
+    CK(cudaMalloc(&out, (size_t)T * H * 2));
+    CK(cudaMalloc(&recv, recv_bytes));
+    CK(cudaMalloc(&recv8, (size_t)E * T * H));
+    CK(cudaMalloc(&scales, (size_t)E * T * G * sizeof(float)));
+    CK(cudaMalloc(&pos, T * K * sizeof(int)));
+    CK(cudaMalloc(&count, E * sizeof(int)));
+    CK(cudaMemcpy(topk, h_topk, T * K * sizeof(int64_t), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(w, h_w, T * K * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(x, h_x, (size_t)T * H * 2, cudaMemcpyHostToDevice));
+
+    // Check: BF16 dispatch, combine, FP8 dispatch.
+    int bad = 0;
+    int* g_pos = (int*)malloc(T * K * sizeof(int));
+    int* g_count = (int*)malloc(E * sizeof(int));
+    uint16_t* row = (uint16_t*)malloc((size_t)H * 2);
+    auto check_layout = [&](const char* what) {
+        CK(cudaMemcpy(g_pos, pos, T * K * sizeof(int), cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(g_count, count, E * sizeof(int), cudaMemcpyDeviceToHost));
+        if (memcmp(g_pos, ref_pos, T * K * sizeof(int)) != 0 || memcmp(g_count, ref_count, E * sizeof(int)) != 0) {
+            fprintf(stderr, "floor: %s: row_pos or recv_count differ from the reference\n", what);
+            bad++;
+        }
+    };
+    CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
+    CK(cudaMemset(count, 0xff, E * sizeof(int)));
+    floor_dispatch<false><<<sms, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
+    CK(cudaDeviceSynchronize());
+    check_layout("bf16 dispatch");
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) {
+            if (ref_pos[t * K + k] < 0) continue;
+            CK(cudaMemcpy(row, recv + (size_t)ref_pos[t * K + k] * H * 2, (size_t)H * 2, cudaMemcpyDeviceToHost));
+            if (memcmp(row, h_x + (size_t)t * H, (size_t)H * 2) != 0 && bad++ < 3)
+                fprintf(stderr, "floor: bf16 dispatch: token %d selection %d: row differs\n", t, k);
+        }
+    floor_combine<<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+    CK(cudaDeviceSynchronize());
+    uint16_t* h_out = (uint16_t*)malloc((size_t)T * H * 2);
+    CK(cudaMemcpy(h_out, out, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < H; c++) {
+            float acc = 0.f;
+            for (int k = 0; k < K; k++) {
+                if (ref_pos[t * K + k] < 0) continue;
+                const volatile float p = h_w[t * K + k] * bf16_f(h_x[(size_t)t * H + c]);
+                acc = acc + p;
+            }
+            if (h_out[(size_t)t * H + c] != bf16_rn(acc) && bad++ < 3)
+                fprintf(stderr, "floor: combine: token %d channel %d: %04x, expected %04x\n", t, c,
+                        h_out[(size_t)t * H + c], bf16_rn(acc));
+        }
+    CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
+    CK(cudaMemset(count, 0xff, E * sizeof(int)));
+    floor_dispatch<true><<<sms, kFloorThreads>>>(topk, x, recv8, scales, pos, count, T, H, K, E);
+    CK(cudaDeviceSynchronize());
+    check_layout("fp8 dispatch");
+    uint8_t* q = (uint8_t*)malloc(H);
+    float* sc = (float*)malloc(G * sizeof(float));
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) {
+            const int p = ref_pos[t * K + k];
+            if (p < 0) continue;
+            CK(cudaMemcpy(q, recv8 + (size_t)p * H, H, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(sc, scales + (size_t)p * G, G * sizeof(float), cudaMemcpyDeviceToHost));
+            for (int g = 0; g < G; g++) {
+                float amax = 1e-4f;
+                for (int c = 0; c < 128; c++) amax = fmaxf(amax, fabsf(bf16_f(h_x[(size_t)t * H + g * 128 + c])));
+                const volatile float inv = 448.f / amax;
+                for (int c = 0; c < 128; c++) {
+                    const volatile float y = bf16_f(h_x[(size_t)t * H + g * 128 + c]) * inv;
+                    if (q[g * 128 + c] != host_e4m3(y) && bad++ < 3)
+                        fprintf(stderr, "floor: fp8 dispatch: token %d channel %d: %02x, expected %02x\n", t,
+                                g * 128 + c, q[g * 128 + c], host_e4m3(y));
+                }
+                if (sc[g] != amax / 448.f && bad++ < 3) fprintf(stderr, "floor: fp8 dispatch: token %d block %d: scale differs\n", t, g);
+            }
+        }
+    // The probes (kMode 1 to 4): each row at its mode's place, row_pos saying so.
+    int* probe_pos = (int*)malloc(T * K * sizeof(int));
+    auto check_probe = [&](int mode, void (*launch)(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int)) {
+        CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
+        launch(topk, x, recv, pos, count, T, H, K, E, sms);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(g_pos, pos, T * K * sizeof(int), cudaMemcpyDeviceToHost));
+        for (int t = 0; t < T; t++)
+            for (int k = 0; k < K; k++) {
+                const int64_t e = h_topk[t * K + k];
+                probe_pos[t * K + k] = e < 0 ? -1 : mode == 1 ? (int)e * T + t : mode == 4 ? ref_pos[t * K + k] : t * K + k;
+            }
+        if (memcmp(g_pos, probe_pos, T * K * sizeof(int)) != 0) {
+            fprintf(stderr, "floor: probe %d: row_pos differs\n", mode);
+            bad++;
+            return;
+        }
+        for (int i = 0; i < T * K; i++) {
+            if (probe_pos[i] < 0) continue;
+            CK(cudaMemcpy(row, recv + (size_t)probe_pos[i] * H * 2, (size_t)H * 2, cudaMemcpyDeviceToHost));
+            if (memcmp(row, h_x + (size_t)(i / K) * H, (size_t)H * 2) != 0 && bad++ < 3)
+                fprintf(stderr, "floor: probe %d: token %d selection %d: row differs\n", mode, i / K, i % K);
+        }
+    };
+    static void (*const probes[4])(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int) = {
+        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
+            floor_dispatch<false, 1><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
+        },
+        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
+            floor_dispatch<false, 2><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
+        },
+        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
+            floor_dispatch<false, 3><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
+        },
+        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
+            floor_dispatch<false, 4><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
+        },
+    };
+    for (int m = 0; m < 4; m++) check_probe(m + 1, probes[m]);
+    if (bad) {
+        fprintf(stderr, "floor: %d mismatches: not timed\n", bad);
+        return 1;
+    }
+    printf("floor: checked against the host: %d rows (%.2f MB BF16, %.2f MB FP8 with scales), row_pos, recv_count, "
+           "the combine's %d outputs\n",
+           rows, rows * H * 2 / 1e6, rows * (H + G * 4) / 1e6, T);
+    printf("floor: the probes' rows (kMode 1 to 4) checked too\n");
+    for (int r = 0; r < 200; r++) {
+        floor_dispatch<false><<<sms, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
+        CK(cudaDeviceSynchronize());
+        floor_combine<<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+        CK(cudaDeviceSynchronize());
+    }
+    for (int r = 0; r < 200; r++) {
+        floor_dispatch<true><<<sms, kFloorThreads>>>(topk, x, recv8, scales, pos, count, T, H, K, E);
+        CK(cudaDeviceSynchronize());
+        floor_combine<<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+        CK(cudaDeviceSynchronize());
+        empty<<<sms, kFloorThreads>>>();
+        CK(cudaDeviceSynchronize());
+    }
+    for (int m = 0; m < 4; m++)
+        for (int r = 0; r < 200; r++) {
+            probes[m](topk, x, recv, pos, count, T, H, K, E, sms);
+            CK(cudaDeviceSynchronize());
+            floor_combine<<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+            CK(cudaDeviceSynchronize());
+        }
+    printf("floor: 200 BF16 pairs, then 200 FP8 dispatches each with a combine and an empty kernel, then 200 of "
+           "each probe (kMode 1 to 4) with a combine\n");
+    return 0;
+}
+
 // Pearson's r of x and y over n values.
 static double pearson(const double* x, const double* y, int n) {
     double mx = 0, my = 0;
@@ -483,8 +908,9 @@ int main(int argc, char** argv) {
     const bool pair_only = argc == 2 && strcmp(argv[1], "pair") == 0;
     const bool icache_only = argc == 2 && strcmp(argv[1], "icache") == 0;
     const bool balance_only = argc == 2 && strcmp(argv[1], "balance") == 0;
-    if (argc > 1 && !pair_only && !icache_only && !balance_only) {
-        fprintf(stderr, "usage: microbench [pair | icache | balance]\n");
+    const bool floor_only = argc == 2 && strcmp(argv[1], "floor") == 0;
+    if (argc > 1 && !pair_only && !icache_only && !balance_only && !floor_only) {
+        fprintf(stderr, "usage: microbench [pair | icache | balance | floor]\n");
         return 2;
     }
     int n = 0;
@@ -501,6 +927,7 @@ int main(int argc, char** argv) {
     if (pair_only) return pair(sms);
     if (icache_only) return icache(sms);
     if (balance_only) return balance(sms);
+    if (floor_only) return floor_pair(sms);
 
     cudaStream_t s0;
     CK(cudaSetDevice(0));

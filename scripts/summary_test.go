@@ -59,3 +59,43 @@ func TestTimerNotesListsFiveByDefault(t *testing.T) {
 	assert.Contains(t, out, "  sweep: note 5\n")
 	assert.NotContains(t, out, "note 6")
 }
+
+// pairFloors runs summary.sh's pair_floors on a profiler report.
+func pairFloors(t *testing.T, csv string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "floor.csv")
+	require.NoError(t, os.WriteFile(f, []byte(csv), 0o644))
+	out, stderr, code := runScript(t, nil, "-c", `source "$1"; shift; pair_floors "$@"`, "bash", "summary.sh", f)
+	require.Equal(t, 0, code, stderr)
+	require.Empty(t, stderr)
+	return out
+}
+
+func TestPairFloorsMediansPerKernelAndGrid(t *testing.T) {
+	// The profiler's own lines before the report, its unit row in
+	// microseconds, a template kernel whose name holds spaces, and one kernel
+	// at two grids.
+	csv := "==PROF== Connected to process 7\n" +
+		`"ID","Process ID","Kernel Name","Grid Size","gpu__time_duration.sum"` + "\n" +
+		`"","","","","usecond"` + "\n" +
+		`"0","7","void floor_dispatch<false, 0>(const long *, int)","(132, 1, 1)","6.59"` + "\n" +
+		`"1","7","floor_combine(const uint4 *, int)","(132, 1, 1)","5.22"` + "\n" +
+		`"2","7","void floor_dispatch<false, 0>(const long *, int)","(132, 1, 1)","6.70"` + "\n" +
+		`"3","7","void floor_dispatch<false, 0>(const long *, int)","(132, 1, 1)","6.50"` + "\n" +
+		`"4","7","pair_read(const uint4 *)","(264, 1, 1)","3,970.5"` + "\n" +
+		`"5","7","pair_read(const uint4 *)","(132, 1, 1)","4.00"` + "\n"
+	assert.Equal(t,
+		"pair floor: floor_combine     132 blocks: 5.22 us (median of 1)\n"+
+			"pair floor: floor_dispatch<false,0>  132 blocks: 6.59 us (median of 3)\n"+
+			"pair floor: pair_read         132 blocks: 4.00 us (median of 1)\n"+
+			"pair floor: pair_read         264 blocks: 3970.50 us (median of 1)\n",
+		pairFloors(t, csv))
+}
+
+func TestPairFloorsNanosecondsAndLowerMedian(t *testing.T) {
+	csv := `"ID","Kernel Name","Grid Size","gpu__time_duration.sum"` + "\n" +
+		`"","","","nsecond"` + "\n" +
+		`"0","empty()","(132, 1, 1)","1,344"` + "\n" +
+		`"1","empty()","(132, 1, 1)","1,312"` + "\n"
+	assert.Equal(t, "pair floor: empty             132 blocks: 1.31 us (median of 2)\n", pairFloors(t, csv))
+}
