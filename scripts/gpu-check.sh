@@ -302,7 +302,7 @@ if [ -f scripts/microbench.cu ]; then
 				say "pair floors: ncu failed (see $log)"
 			fi
 			if [ -n "$floor_ok" ] && timeout -k 5 300 ncu --cache-control none --clock-control none --csv --page raw \
-				--metrics gpu__time_duration.sum -k regex:'floor_|empty' --launch-skip 107 --launch-count 2500 \
+				--metrics gpu__time_duration.sum -k regex:'floor_|empty' --launch-skip 108 --launch-count 2900 \
 				"$ptxdir/microbench" floor >"$ptxdir/floor.csv" 2>>"$log"; then
 				pair_floors "$ptxdir/floor.csv" | tee -a "$log"
 			elif [ -n "$floor_ok" ]; then

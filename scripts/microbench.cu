@@ -462,9 +462,8 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
             asm volatile("cp.async.bulk.commit_group;" ::: "memory");
             asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
         }
-        return;
     }
-    for (int k = 0; k < K; k++) {
+    for (int k = 0; kMode != 4 && k < K; k++) {
         const int p = __shfl_sync(0xffffffffu, pos, k);
         if (p < 0) continue;
 #pragma unroll
@@ -481,6 +480,9 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     }
 }
 
+// kTwoBatches (a probe): the last four rows' loads issued only once the first
+// four rows have arrived, two round trips as the LL combine takes them.
+template <bool kTwoBatches = false>
 __global__ void __launch_bounds__(kFloorThreads, 1)
     floor_combine(const uint4* __restrict__ rows, const int* __restrict__ row_pos, const float* __restrict__ topk_w,
                   uint4* __restrict__ out, int T, int H, int K) {
@@ -494,7 +496,9 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     uint4 r[8][kFloorVecs];
 #pragma unroll
     for (int k = 0; k < 8; k++) {
-        const int p = __shfl_sync(0xffffffffu, pos, k);
+        int p = __shfl_sync(0xffffffffu, pos, k);
+        if (kTwoBatches && k >= 4)
+            asm volatile("" : "+r"(p) : "r"(r[0][0].x), "r"(r[1][0].x), "r"(r[2][0].x), "r"(r[3][0].x));
 #pragma unroll
         for (int j = 0; j < kFloorVecs; j++) {
             const int i = tid + j * kFloorThreads;
@@ -638,7 +642,7 @@ static int floor_pair(int sms) {
             if (memcmp(row, h_x + (size_t)t * H, (size_t)H * 2) != 0 && bad++ < 3)
                 fprintf(stderr, "floor: bf16 dispatch: token %d selection %d: row differs\n", t, k);
         }
-    floor_combine<<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+    floor_combine<false><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
     CK(cudaDeviceSynchronize());
     uint16_t* h_out = (uint16_t*)malloc((size_t)T * H * 2);
     CK(cudaMemcpy(h_out, out, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
@@ -654,6 +658,18 @@ static int floor_pair(int sms) {
                 fprintf(stderr, "floor: combine: token %d channel %d: %04x, expected %04x\n", t, c,
                         h_out[(size_t)t * H + c], bf16_rn(acc));
         }
+    CK(cudaMemset(out, 0xff, (size_t)T * H * 2));
+    floor_combine<true><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+    CK(cudaDeviceSynchronize());
+    {
+        uint16_t* o2 = (uint16_t*)malloc((size_t)T * H * 2);
+        CK(cudaMemcpy(o2, out, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
+        if (memcmp(o2, h_out, (size_t)T * H * 2) != 0) {
+            fprintf(stderr, "floor: the two-batch combine's outputs differ\n");
+            bad++;
+        }
+        free(o2);
+    }
     CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
     CK(cudaMemset(count, 0xff, E * sizeof(int)));
     floor_dispatch<true><<<sms, kFloorThreads>>>(topk, x, recv8, scales, pos, count, T, H, K, E);
@@ -726,17 +742,17 @@ static int floor_pair(int sms) {
     printf("floor: checked against the host: %d rows (%.2f MB BF16, %.2f MB FP8 with scales), row_pos, recv_count, "
            "the combine's %d outputs\n",
            rows, rows * H * 2 / 1e6, rows * (H + G * 4) / 1e6, T);
-    printf("floor: the probes' rows (kMode 1 to 4) checked too\n");
+    printf("floor: the probes' rows (kMode 1 to 4) and the two-batch combine's outputs checked too\n");
     for (int r = 0; r < 200; r++) {
         floor_dispatch<false><<<sms, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
         CK(cudaDeviceSynchronize());
-        floor_combine<<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+        floor_combine<false><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
         CK(cudaDeviceSynchronize());
     }
     for (int r = 0; r < 200; r++) {
         floor_dispatch<true><<<sms, kFloorThreads>>>(topk, x, recv8, scales, pos, count, T, H, K, E);
         CK(cudaDeviceSynchronize());
-        floor_combine<<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+        floor_combine<false><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
         CK(cudaDeviceSynchronize());
         empty<<<sms, kFloorThreads>>>();
         CK(cudaDeviceSynchronize());
@@ -745,11 +761,17 @@ static int floor_pair(int sms) {
         for (int r = 0; r < 200; r++) {
             probes[m](topk, x, recv, pos, count, T, H, K, E, sms);
             CK(cudaDeviceSynchronize());
-            floor_combine<<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+            floor_combine<false><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
             CK(cudaDeviceSynchronize());
         }
+    for (int r = 0; r < 200; r++) {
+        floor_dispatch<false><<<sms, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
+        CK(cudaDeviceSynchronize());
+        floor_combine<true><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+        CK(cudaDeviceSynchronize());
+    }
     printf("floor: 200 BF16 pairs, then 200 FP8 dispatches each with a combine and an empty kernel, then 200 of "
-           "each probe (kMode 1 to 4) with a combine\n");
+           "each probe (kMode 1 to 4) with a combine, then 200 BF16 pairs with the two-batch combine\n");
     return 0;
 }
 
