@@ -379,7 +379,7 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     if (t >= T) return;
     const bool counted = kMode == 0 || kMode == 3 || kMode == 4;
     __shared__ __align__(128) uint4 stage[kMode == 4 ? kFloorVecs * kFloorThreads : 1];
-    const bool last = kMode == 0 && t == T - 1;  // also counts every expert's rows (recv_count)
+    const bool last = (kMode == 0 || kMode == 4) && t == T - 1;  // also counts every expert's rows (recv_count)
     const int n = counted ? (t + 1) * K : 0;     // the entries this block reads: tokens 0..t
     int64_t id[kFloorIds];
 #pragma unroll
@@ -498,7 +498,9 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     for (int k = 0; k < 8; k++) {
         int p = __shfl_sync(0xffffffffu, pos, k);
         if (kTwoBatches && k >= 4)
-            asm volatile("" : "+r"(p) : "r"(r[0][0].x), "r"(r[1][0].x), "r"(r[2][0].x), "r"(r[3][0].x));
+            asm volatile("" : "+r"(p)
+                         : "r"(r[0][0].x), "r"(r[1][0].x), "r"(r[2][0].x), "r"(r[3][0].x), "r"(r[0][1].x),
+                           "r"(r[1][1].x), "r"(r[2][1].x), "r"(r[3][1].x));
 #pragma unroll
         for (int j = 0; j < kFloorVecs; j++) {
             const int i = tid + j * kFloorThreads;
@@ -562,7 +564,8 @@ static uint8_t host_e4m3(float f) {
 // combine, FP8 dispatch and combine, the empty kernel), for a profiler.
 static int floor_pair(int sms) {
     const int T = 128, H = 7168, K = 8, E = 256, nv = H / 8, G = H / 128;
-    if (T > sms || T * K > kFloorIds * kFloorThreads || nv > kFloorVecs * kFloorThreads) {
+    if (T > sms || T * K > kFloorIds * kFloorThreads || nv > kFloorVecs * kFloorThreads || E > 1024 || K > 8 ||
+        H % 128 != 0) {
         fprintf(stderr, "floor: shape does not fit\n");
         return 1;
     }
@@ -584,7 +587,10 @@ static int floor_pair(int sms) {
             h_topk[t * K + k] = e;
             h_w[t * K + k] = (rnd() % 1000000) / 1e6f;
         }
-    for (int m = 0; m < 9; m++) h_topk[(rnd() % T) * K + rnd() % K] = -1;
+    for (int m = 0; m < 9; m++) {
+        const int t = rnd() % T;
+        h_topk[t * K + rnd() % K] = -1;
+    }
     uint16_t* h_x = (uint16_t*)malloc((size_t)T * H * 2);
     for (size_t i = 0; i < (size_t)T * H; i++) h_x[i] = bf16_rn(((int)(rnd() % 20001) - 10000) / 2500.f);
     // The reference's layout.
@@ -642,6 +648,13 @@ static int floor_pair(int sms) {
             if (memcmp(row, h_x + (size_t)t * H, (size_t)H * 2) != 0 && bad++ < 3)
                 fprintf(stderr, "floor: bf16 dispatch: token %d selection %d: row differs\n", t, k);
         }
+    // The combine reads rows of its own, one per selection, so that a row
+    // taken for another selection's shows.
+    uint16_t* h_y = (uint16_t*)malloc((size_t)T * K * H * 2);
+    for (size_t i = 0; i < (size_t)T * K * H; i++) h_y[i] = bf16_rn(((int)(rnd() % 20001) - 10000) / 2500.f);
+    for (int i = 0; i < T * K; i++)
+        if (ref_pos[i] >= 0)
+            CK(cudaMemcpy(recv + (size_t)ref_pos[i] * H * 2, h_y + (size_t)i * H, (size_t)H * 2, cudaMemcpyHostToDevice));
     floor_combine<false><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
     CK(cudaDeviceSynchronize());
     uint16_t* h_out = (uint16_t*)malloc((size_t)T * H * 2);
@@ -651,7 +664,7 @@ static int floor_pair(int sms) {
             float acc = 0.f;
             for (int k = 0; k < K; k++) {
                 if (ref_pos[t * K + k] < 0) continue;
-                const volatile float p = h_w[t * K + k] * bf16_f(h_x[(size_t)t * H + c]);
+                const volatile float p = h_w[t * K + k] * bf16_f(h_y[((size_t)t * K + k) * H + c]);
                 acc = acc + p;
             }
             if (h_out[(size_t)t * H + c] != bf16_rn(acc) && bad++ < 3)
@@ -700,6 +713,8 @@ static int floor_pair(int sms) {
     int* probe_pos = (int*)malloc(T * K * sizeof(int));
     auto check_probe = [&](int mode, void (*launch)(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int)) {
         CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
+        CK(cudaMemset(count, 0xff, E * sizeof(int)));
+        CK(cudaMemset(recv, 0xff, recv_bytes));
         launch(topk, x, recv, pos, count, T, H, K, E, sms);
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(g_pos, pos, T * K * sizeof(int), cudaMemcpyDeviceToHost));
@@ -708,6 +723,13 @@ static int floor_pair(int sms) {
                 const int64_t e = h_topk[t * K + k];
                 probe_pos[t * K + k] = e < 0 ? -1 : mode == 1 ? (int)e * T + t : mode == 4 ? ref_pos[t * K + k] : t * K + k;
             }
+        if (mode == 4) {
+            CK(cudaMemcpy(g_count, count, E * sizeof(int), cudaMemcpyDeviceToHost));
+            if (memcmp(g_count, ref_count, E * sizeof(int)) != 0) {
+                fprintf(stderr, "floor: probe 4: recv_count differs\n");
+                bad++;
+            }
+        }
         if (memcmp(g_pos, probe_pos, T * K * sizeof(int)) != 0) {
             fprintf(stderr, "floor: probe %d: row_pos differs\n", mode);
             bad++;
