@@ -765,17 +765,21 @@ static int floor_pair(int sms) {
            "the combine's %d outputs\n",
            rows, rows * H * 2 / 1e6, rows * (H + G * 4) / 1e6, T);
     printf("floor: the probes' rows (kMode 1 to 4) and the two-batch combine's outputs checked too\n");
+    // Each launch waited for, as the benchmark's loop waits between its kernels.
+    const uint4* rows_in = reinterpret_cast<const uint4*>(recv);
+    auto dispatch = [&](bool fp8) {
+        if (fp8) floor_dispatch<true><<<sms, kFloorThreads>>>(topk, x, recv8, scales, pos, count, T, H, K, E);
+        else floor_dispatch<false><<<sms, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
+        CK(cudaDeviceSynchronize());
+    };
+    auto combine = [&](bool two_batches) {
+        if (two_batches) floor_combine<true><<<sms, kFloorThreads>>>(rows_in, pos, w, out, T, H, K);
+        else floor_combine<false><<<sms, kFloorThreads>>>(rows_in, pos, w, out, T, H, K);
+        CK(cudaDeviceSynchronize());
+    };
+    for (int r = 0; r < 200; r++) dispatch(false), combine(false);
     for (int r = 0; r < 200; r++) {
-        floor_dispatch<false><<<sms, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
-        CK(cudaDeviceSynchronize());
-        floor_combine<false><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
-        CK(cudaDeviceSynchronize());
-    }
-    for (int r = 0; r < 200; r++) {
-        floor_dispatch<true><<<sms, kFloorThreads>>>(topk, x, recv8, scales, pos, count, T, H, K, E);
-        CK(cudaDeviceSynchronize());
-        floor_combine<false><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
-        CK(cudaDeviceSynchronize());
+        dispatch(true), combine(false);
         empty<<<sms, kFloorThreads>>>();
         CK(cudaDeviceSynchronize());
     }
@@ -783,15 +787,9 @@ static int floor_pair(int sms) {
         for (int r = 0; r < 200; r++) {
             probes[m](topk, x, recv, pos, count, T, H, K, E, sms);
             CK(cudaDeviceSynchronize());
-            floor_combine<false><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
-            CK(cudaDeviceSynchronize());
+            combine(false);
         }
-    for (int r = 0; r < 200; r++) {
-        floor_dispatch<false><<<sms, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
-        CK(cudaDeviceSynchronize());
-        floor_combine<true><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
-        CK(cudaDeviceSynchronize());
-    }
+    for (int r = 0; r < 200; r++) dispatch(false), combine(true);
     printf("floor: 200 BF16 pairs, then 200 FP8 dispatches each with a combine and an empty kernel, then 200 of "
            "each probe (kMode 1 to 4) with a combine, then 200 BF16 pairs with the two-batch combine\n");
     return 0;
