@@ -367,7 +367,11 @@ __device__ __host__ __forceinline__ float bf16_f(uint16_t h) {
 // barriers, which the rows' places then depend on without changing them; 4
 // the dispatch above with its rows written by TMA bulk copies: the row staged
 // in shared memory before the count's second barrier, then one
-// cp.async.bulk of the whole row per selection, each from its own lane.
+// cp.async.bulk of the whole row per selection, each from its own lane; 5 the
+// dispatch above with each warp counting by itself (every warp reads the
+// routing of the earlier tokens, 16 bytes a lane at a time, and sums its
+// matches by warp reductions), so no barrier comes before the stores; the last
+// block counts recv_count after its stores, between barriers of its own.
 template <bool kFP8, int kMode = 0>
 __global__ void __launch_bounds__(kFloorThreads, 1)
     floor_dispatch(const int64_t* __restrict__ topk, const uint4* __restrict__ x, uint8_t* __restrict__ recv,
@@ -379,7 +383,7 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     if (t >= T) return;
     const bool counted = kMode == 0 || kMode == 3 || kMode == 4;
     __shared__ __align__(128) uint4 stage[kMode == 4 ? kFloorVecs * kFloorThreads : 1];
-    const bool last = (kMode == 0 || kMode == 4) && t == T - 1;  // also counts every expert's rows (recv_count)
+    const bool last = (kMode == 0 || kMode == 4 || kMode == 5) && t == T - 1;  // also counts every expert's rows (recv_count)
     const int n = counted ? (t + 1) * K : 0;     // the entries this block reads: tokens 0..t
     int64_t id[kFloorIds];
 #pragma unroll
@@ -436,6 +440,25 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
             scale[j] = __fdiv_rn(amax, 448.f);
         }
     }
+    int warp_before = 0;  // kMode 5: lane k's count for selection k
+    if constexpr (kMode == 5) {
+        int64_t mk[8];
+        int c[8] = {};
+#pragma unroll
+        for (int k = 0; k < 8; k++) mk[k] = __shfl_sync(0xffffffffu, mine, k);
+        const int nb = t * K;  // even: K is
+#pragma unroll 4
+        for (int i = 2 * lane; i < nb; i += 64) {
+            const longlong2 d = __ldg(reinterpret_cast<const longlong2*>(topk + i));
+#pragma unroll
+            for (int k = 0; k < 8; k++) c[k] += (d.x == mk[k]) + (d.y == mk[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            c[k] = __reduce_add_sync(0xffffffffu, c[k]);
+            if (lane == k) warp_before = c[k];
+        }
+    }
     if (kMode == 4) {
 #pragma unroll
         for (int j = 0; j < kFloorVecs; j++)
@@ -449,9 +472,10 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
                     : kMode == 1 ? e * T + t
                     : kMode == 2 ? t * K + lane
                     : kMode == 4 ? e * T + before[lane]
+                    : kMode == 5 ? e * T + warp_before
                                  : t * K + lane + (before[lane] >> 30);  // before < 2^30: the same place
     if (tid < K) row_pos[t * K + tid] = pos;
-    if (last)
+    if (last && kMode != 5)
         for (int i = tid; i < E; i += kFloorThreads) recv_count[i] = total[i];
     if constexpr (kMode == 4) {
         if (tid < K && pos >= 0) {
@@ -478,14 +502,26 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
             }
         }
     }
+    if (kMode == 5 && last) {  // the whole block, so its barriers are block-uniform
+        for (int e2 = tid; e2 < E; e2 += kFloorThreads) total[e2] = 0;
+        __syncthreads();
+        for (int i = tid; i < T * K; i += kFloorThreads) {
+            const int64_t e2 = __ldg(topk + i);
+            if (e2 >= 0) atomicAdd(&total[e2], 1);
+        }
+        __syncthreads();
+        for (int e2 = tid; e2 < E; e2 += kFloorThreads) recv_count[e2] = total[e2];
+    }
 }
 
 // kTwoBatches (a probe): the last four rows' loads issued only once the first
-// four rows have arrived, two round trips as the LL combine takes them.
+// four rows have arrived, two round trips as the LL combine takes them: their
+// places depend on the first rows' data through salt, 0 at run time, which
+// the compiler cannot fold away.
 template <bool kTwoBatches = false>
 __global__ void __launch_bounds__(kFloorThreads, 1)
     floor_combine(const uint4* __restrict__ rows, const int* __restrict__ row_pos, const float* __restrict__ topk_w,
-                  uint4* __restrict__ out, int T, int H, int K) {
+                  uint4* __restrict__ out, int T, int H, int K, unsigned salt = 0) {
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
     if (t >= T) return;
     const int pos = lane < K ? __ldg(row_pos + t * K + lane) : -1;
@@ -497,10 +533,12 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         int p = __shfl_sync(0xffffffffu, pos, k);
-        if (kTwoBatches && k >= 4)
-            asm volatile("" : "+r"(p)
-                         : "r"(r[0][0].x), "r"(r[1][0].x), "r"(r[2][0].x), "r"(r[3][0].x), "r"(r[0][1].x),
-                           "r"(r[1][1].x), "r"(r[2][1].x), "r"(r[3][1].x));
+        if (kTwoBatches && k >= 4) {
+            unsigned dep = 0;
+#pragma unroll
+            for (int b = 0; b < 4; b++) dep ^= r[b][0].x ^ r[b][1].x;
+            p += (int)(dep & salt);
+        }
 #pragma unroll
         for (int j = 0; j < kFloorVecs; j++) {
             const int i = tid + j * kFloorThreads;
@@ -709,7 +747,7 @@ static int floor_pair(int sms) {
                 if (sc[g] != amax / 448.f && bad++ < 3) fprintf(stderr, "floor: fp8 dispatch: token %d block %d: scale differs\n", t, g);
             }
         }
-    // The probes (kMode 1 to 4): each row at its mode's place, row_pos saying so.
+    // The probes (kMode 1 to 5): each row at its mode's place, row_pos saying so.
     int* probe_pos = (int*)malloc(T * K * sizeof(int));
     auto check_probe = [&](int mode, void (*launch)(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int)) {
         CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
@@ -721,12 +759,12 @@ static int floor_pair(int sms) {
         for (int t = 0; t < T; t++)
             for (int k = 0; k < K; k++) {
                 const int64_t e = h_topk[t * K + k];
-                probe_pos[t * K + k] = e < 0 ? -1 : mode == 1 ? (int)e * T + t : mode == 4 ? ref_pos[t * K + k] : t * K + k;
+                probe_pos[t * K + k] = e < 0 ? -1 : mode == 1 ? (int)e * T + t : mode >= 4 ? ref_pos[t * K + k] : t * K + k;
             }
-        if (mode == 4) {
+        if (mode >= 4) {
             CK(cudaMemcpy(g_count, count, E * sizeof(int), cudaMemcpyDeviceToHost));
             if (memcmp(g_count, ref_count, E * sizeof(int)) != 0) {
-                fprintf(stderr, "floor: probe 4: recv_count differs\n");
+                fprintf(stderr, "floor: probe %d: recv_count differs\n", mode);
                 bad++;
             }
         }
@@ -742,7 +780,7 @@ static int floor_pair(int sms) {
                 fprintf(stderr, "floor: probe %d: token %d selection %d: row differs\n", mode, i / K, i % K);
         }
     };
-    static void (*const probes[4])(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int) = {
+    static void (*const probes[5])(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int) = {
         [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
             floor_dispatch<false, 1><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
         },
@@ -755,8 +793,11 @@ static int floor_pair(int sms) {
         [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
             floor_dispatch<false, 4><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
         },
+        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
+            floor_dispatch<false, 5><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
+        },
     };
-    for (int m = 0; m < 4; m++) check_probe(m + 1, probes[m]);
+    for (int m = 0; m < 5; m++) check_probe(m + 1, probes[m]);
     if (bad) {
         fprintf(stderr, "floor: %d mismatches: not timed\n", bad);
         return 1;
@@ -764,7 +805,7 @@ static int floor_pair(int sms) {
     printf("floor: checked against the host: %d rows (%.2f MB BF16, %.2f MB FP8 with scales), row_pos, recv_count, "
            "the combine's %d outputs\n",
            rows, rows * H * 2 / 1e6, rows * (H + G * 4) / 1e6, T);
-    printf("floor: the probes' rows (kMode 1 to 4) and the two-batch combine's outputs checked too\n");
+    printf("floor: the probes' rows (kMode 1 to 5) and the two-batch combine's outputs checked too\n");
     // Each launch waited for, as the benchmark's loop waits between its kernels.
     const uint4* rows_in = reinterpret_cast<const uint4*>(recv);
     auto dispatch = [&](bool fp8) {
@@ -783,7 +824,7 @@ static int floor_pair(int sms) {
         empty<<<sms, kFloorThreads>>>();
         CK(cudaDeviceSynchronize());
     }
-    for (int m = 0; m < 4; m++)
+    for (int m = 0; m < 5; m++)
         for (int r = 0; r < 200; r++) {
             probes[m](topk, x, recv, pos, count, T, H, K, E, sms);
             CK(cudaDeviceSynchronize());
@@ -791,7 +832,7 @@ static int floor_pair(int sms) {
         }
     for (int r = 0; r < 200; r++) dispatch(false), combine(true);
     printf("floor: 200 BF16 pairs, then 200 FP8 dispatches each with a combine and an empty kernel, then 200 of "
-           "each probe (kMode 1 to 4) with a combine, then 200 BF16 pairs with the two-batch combine\n");
+           "each probe (kMode 1 to 5) with a combine, then 200 BF16 pairs with the two-batch combine\n");
     return 0;
 }
 
