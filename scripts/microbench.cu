@@ -371,7 +371,9 @@ __device__ __host__ __forceinline__ float bf16_f(uint16_t h) {
 // dispatch above with each warp counting by itself (every warp reads the
 // routing of the earlier tokens, 16 bytes a lane at a time, and sums its
 // matches by warp reductions), so no barrier comes before the stores; the last
-// block counts recv_count after its stores, between barriers of its own.
+// block counts recv_count after its stores, between barriers of its own; 6 as
+// 3, but each block reads the routing from a copy of its own (topk + t * T *
+// K), so no two SMs ask for the same lines.
 template <bool kFP8, int kMode = 0>
 __global__ void __launch_bounds__(kFloorThreads, 1)
     floor_dispatch(const int64_t* __restrict__ topk, const uint4* __restrict__ x, uint8_t* __restrict__ recv,
@@ -381,7 +383,8 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     __shared__ int total[1024];
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
     if (t >= T) return;
-    const bool counted = kMode == 0 || kMode == 3 || kMode == 4;
+    const bool counted = kMode == 0 || kMode == 3 || kMode == 4 || kMode == 6;
+    if (kMode == 6) topk += (int64_t)t * T * K;
     __shared__ __align__(128) uint4 stage[kMode == 4 ? kFloorVecs * kFloorThreads : 1];
     const bool last = (kMode == 0 || kMode == 4 || kMode == 5) && t == T - 1;  // also counts every expert's rows (recv_count)
     const int n = counted ? (t + 1) * K : 0;     // the entries this block reads: tokens 0..t
@@ -473,6 +476,7 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
                     : kMode == 2 ? t * K + lane
                     : kMode == 4 ? e * T + before[lane]
                     : kMode == 5 ? e * T + warp_before
+                    : kMode == 6 ? t * K + lane + (before[lane] >> 30)
                                  : t * K + lane + (before[lane] >> 30);  // before < 2^30: the same place
     if (tid < K) row_pos[t * K + tid] = pos;
     if (last && kMode != 5)
@@ -658,6 +662,10 @@ static int floor_pair(int sms) {
     CK(cudaMalloc(&pos, T * K * sizeof(int)));
     CK(cudaMalloc(&count, E * sizeof(int)));
     CK(cudaMemcpy(topk, h_topk, T * K * sizeof(int64_t), cudaMemcpyHostToDevice));
+    int64_t* topk_copies;  // probe 6: one copy of the routing per token's block
+    CK(cudaMalloc(&topk_copies, (size_t)T * T * K * sizeof(int64_t)));
+    for (int t = 0; t < T; t++)
+        CK(cudaMemcpy(topk_copies + (size_t)t * T * K, h_topk, T * K * sizeof(int64_t), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(w, h_w, T * K * sizeof(float), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(x, h_x, (size_t)T * H * 2, cudaMemcpyHostToDevice));
 
@@ -747,21 +755,24 @@ static int floor_pair(int sms) {
                 if (sc[g] != amax / 448.f && bad++ < 3) fprintf(stderr, "floor: fp8 dispatch: token %d block %d: scale differs\n", t, g);
             }
         }
-    // The probes (kMode 1 to 5): each row at its mode's place, row_pos saying so.
+    // The probes (kMode 1 to 6): each row at its mode's place, row_pos saying so.
     int* probe_pos = (int*)malloc(T * K * sizeof(int));
     auto check_probe = [&](int mode, void (*launch)(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int)) {
         CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
         CK(cudaMemset(count, 0xff, E * sizeof(int)));
         CK(cudaMemset(recv, 0xff, recv_bytes));
-        launch(topk, x, recv, pos, count, T, H, K, E, sms);
+        launch(mode == 6 ? topk_copies : topk, x, recv, pos, count, T, H, K, E, sms);
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(g_pos, pos, T * K * sizeof(int), cudaMemcpyDeviceToHost));
         for (int t = 0; t < T; t++)
             for (int k = 0; k < K; k++) {
                 const int64_t e = h_topk[t * K + k];
-                probe_pos[t * K + k] = e < 0 ? -1 : mode == 1 ? (int)e * T + t : mode >= 4 ? ref_pos[t * K + k] : t * K + k;
+                probe_pos[t * K + k] = e < 0 ? -1
+                                       : mode == 1                ? (int)e * T + t
+                                       : mode == 4 || mode == 5   ? ref_pos[t * K + k]
+                                                                  : t * K + k;
             }
-        if (mode >= 4) {
+        if (mode == 4 || mode == 5) {
             CK(cudaMemcpy(g_count, count, E * sizeof(int), cudaMemcpyDeviceToHost));
             if (memcmp(g_count, ref_count, E * sizeof(int)) != 0) {
                 fprintf(stderr, "floor: probe %d: recv_count differs\n", mode);
@@ -780,7 +791,7 @@ static int floor_pair(int sms) {
                 fprintf(stderr, "floor: probe %d: token %d selection %d: row differs\n", mode, i / K, i % K);
         }
     };
-    static void (*const probes[5])(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int) = {
+    static void (*const probes[6])(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int) = {
         [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
             floor_dispatch<false, 1><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
         },
@@ -796,8 +807,11 @@ static int floor_pair(int sms) {
         [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
             floor_dispatch<false, 5><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
         },
+        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
+            floor_dispatch<false, 6><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
+        },
     };
-    for (int m = 0; m < 5; m++) check_probe(m + 1, probes[m]);
+    for (int m = 0; m < 6; m++) check_probe(m + 1, probes[m]);
     if (bad) {
         fprintf(stderr, "floor: %d mismatches: not timed\n", bad);
         return 1;
@@ -805,7 +819,7 @@ static int floor_pair(int sms) {
     printf("floor: checked against the host: %d rows (%.2f MB BF16, %.2f MB FP8 with scales), row_pos, recv_count, "
            "the combine's %d outputs\n",
            rows, rows * H * 2 / 1e6, rows * (H + G * 4) / 1e6, T);
-    printf("floor: the probes' rows (kMode 1 to 5) and the two-batch combine's outputs checked too\n");
+    printf("floor: the probes' rows (kMode 1 to 6) and the two-batch combine's outputs checked too\n");
     // Each launch waited for, as the benchmark's loop waits between its kernels.
     const uint4* rows_in = reinterpret_cast<const uint4*>(recv);
     auto dispatch = [&](bool fp8) {
@@ -824,15 +838,15 @@ static int floor_pair(int sms) {
         empty<<<sms, kFloorThreads>>>();
         CK(cudaDeviceSynchronize());
     }
-    for (int m = 0; m < 5; m++)
+    for (int m = 0; m < 6; m++)
         for (int r = 0; r < 200; r++) {
-            probes[m](topk, x, recv, pos, count, T, H, K, E, sms);
+            probes[m](m == 5 ? topk_copies : topk, x, recv, pos, count, T, H, K, E, sms);
             CK(cudaDeviceSynchronize());
             combine(false);
         }
     for (int r = 0; r < 200; r++) dispatch(false), combine(true);
     printf("floor: 200 BF16 pairs, then 200 FP8 dispatches each with a combine and an empty kernel, then 200 of "
-           "each probe (kMode 1 to 5) with a combine, then 200 BF16 pairs with the two-batch combine\n");
+           "each probe (kMode 1 to 6) with a combine, then 200 BF16 pairs with the two-batch combine\n");
     return 0;
 }
 
