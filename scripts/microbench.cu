@@ -373,7 +373,11 @@ __device__ __host__ __forceinline__ float bf16_f(uint16_t h) {
 // matches by warp reductions), so no barrier comes before the stores; the last
 // block counts recv_count after its stores, between barriers of its own; 6 as
 // 3, but each block reads the routing from a copy of its own (topk + t * T *
-// K), so no two SMs ask for the same lines.
+// K), so no two SMs ask for the same lines; 7 no count: each selection's row
+// takes the next free place of its expert from a global atomic on
+// recv_count (zero before the launch), so an expert's rows come in the order
+// the atomics happened, which the reference's validation accepts
+// (src_info says whose each row is), and recv_count is that counter.
 template <bool kFP8, int kMode = 0>
 __global__ void __launch_bounds__(kFloorThreads, 1)
     floor_dispatch(const int64_t* __restrict__ topk, const uint4* __restrict__ x, uint8_t* __restrict__ recv,
@@ -443,6 +447,11 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
             scale[j] = __fdiv_rn(amax, 448.f);
         }
     }
+    __shared__ int slot[kFloorMaxK];  // kMode 7
+    if constexpr (kMode == 7) {
+        if (tid < K) slot[tid] = mine >= 0 ? atomicAdd(&recv_count[mine], 1) : -1;
+        __syncthreads();
+    }
     int warp_before = 0;  // kMode 5: lane k's count for selection k
     if constexpr (kMode == 5) {
         int64_t mk[8];
@@ -477,6 +486,7 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
                     : kMode == 4 ? e * T + before[lane]
                     : kMode == 5 ? e * T + warp_before
                     : kMode == 6 ? t * K + lane + (before[lane] >> 30)
+                    : kMode == 7 ? e * T + slot[lane]
                                  : t * K + lane + (before[lane] >> 30);  // before < 2^30: the same place
     if (tid < K) row_pos[t * K + tid] = pos;
     if (last && kMode != 5)
@@ -755,7 +765,7 @@ static int floor_pair(int sms) {
                 if (sc[g] != amax / 448.f && bad++ < 3) fprintf(stderr, "floor: fp8 dispatch: token %d block %d: scale differs\n", t, g);
             }
         }
-    // The probes (kMode 1 to 6): each row at its mode's place, row_pos saying so.
+    // The probes (kMode 1 to 7): each row at its mode's place, row_pos saying so.
     int* probe_pos = (int*)malloc(T * K * sizeof(int));
     auto check_probe = [&](int mode, void (*launch)(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int)) {
         CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
@@ -772,7 +782,22 @@ static int floor_pair(int sms) {
                                        : mode == 4 || mode == 5   ? ref_pos[t * K + k]
                                                                   : t * K + k;
             }
-        if (mode == 4 || mode == 5) {
+        if (mode == 7) {  // each expert's places taken once each, in any order
+            int* seen = (int*)calloc((size_t)E * T, sizeof(int));
+            for (int i = 0; i < T * K; i++) {
+                const int64_t e = h_topk[i];
+                const int p = g_pos[i];
+                if (e < 0 ? p != -1 : p < e * T || p >= e * T + ref_count[e] || seen[p]++) {
+                    fprintf(stderr, "floor: probe 7: token %d selection %d: place %d\n", i / K, i % K, p);
+                    bad++;
+                    free(seen);
+                    return;
+                }
+            }
+            free(seen);
+            memcpy(probe_pos, g_pos, T * K * sizeof(int));
+        }
+        if (mode == 4 || mode == 5 || mode == 7) {
             CK(cudaMemcpy(g_count, count, E * sizeof(int), cudaMemcpyDeviceToHost));
             if (memcmp(g_count, ref_count, E * sizeof(int)) != 0) {
                 fprintf(stderr, "floor: probe %d: recv_count differs\n", mode);
@@ -791,7 +816,7 @@ static int floor_pair(int sms) {
                 fprintf(stderr, "floor: probe %d: token %d selection %d: row differs\n", mode, i / K, i % K);
         }
     };
-    static void (*const probes[6])(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int) = {
+    static void (*const probes[7])(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int) = {
         [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
             floor_dispatch<false, 1><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
         },
@@ -810,8 +835,12 @@ static int floor_pair(int sms) {
         [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
             floor_dispatch<false, 6><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
         },
+        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
+            CK(cudaMemsetAsync(ct, 0, E_ * sizeof(int)));  // not a kernel: the profiler times the dispatch alone
+            floor_dispatch<false, 7><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
+        },
     };
-    for (int m = 0; m < 6; m++) check_probe(m + 1, probes[m]);
+    for (int m = 0; m < 7; m++) check_probe(m + 1, probes[m]);
     if (bad) {
         fprintf(stderr, "floor: %d mismatches: not timed\n", bad);
         return 1;
@@ -819,7 +848,7 @@ static int floor_pair(int sms) {
     printf("floor: checked against the host: %d rows (%.2f MB BF16, %.2f MB FP8 with scales), row_pos, recv_count, "
            "the combine's %d outputs\n",
            rows, rows * H * 2 / 1e6, rows * (H + G * 4) / 1e6, T);
-    printf("floor: the probes' rows (kMode 1 to 6) and the two-batch combine's outputs checked too\n");
+    printf("floor: the probes' rows (kMode 1 to 7) and the two-batch combine's outputs checked too\n");
     // Each launch waited for, as the benchmark's loop waits between its kernels.
     const uint4* rows_in = reinterpret_cast<const uint4*>(recv);
     auto dispatch = [&](bool fp8) {
@@ -838,7 +867,7 @@ static int floor_pair(int sms) {
         empty<<<sms, kFloorThreads>>>();
         CK(cudaDeviceSynchronize());
     }
-    for (int m = 0; m < 6; m++)
+    for (int m = 0; m < 7; m++)
         for (int r = 0; r < 200; r++) {
             probes[m](m == 5 ? topk_copies : topk, x, recv, pos, count, T, H, K, E, sms);
             CK(cudaDeviceSynchronize());
@@ -846,7 +875,7 @@ static int floor_pair(int sms) {
         }
     for (int r = 0; r < 200; r++) dispatch(false), combine(true);
     printf("floor: 200 BF16 pairs, then 200 FP8 dispatches each with a combine and an empty kernel, then 200 of "
-           "each probe (kMode 1 to 6) with a combine, then 200 BF16 pairs with the two-batch combine\n");
+           "each probe (kMode 1 to 7) with a combine, then 200 BF16 pairs with the two-batch combine\n");
     return 0;
 }
 
