@@ -611,6 +611,15 @@ static uint8_t host_e4m3(float f) {
     return sign | (uint8_t)c;
 }
 
+// Launches probe kMode of the BF16 floor dispatch (probe 7's counters zeroed
+// first, by a memset: not a kernel, so the profiler times the dispatch alone).
+template <int kMode>
+static void floor_probe(const int64_t* topk, const uint4* x, uint8_t* recv, int* pos, int* count, int T, int H, int K,
+                        int E, int grid) {
+    if (kMode == 7) CK(cudaMemsetAsync(count, 0, E * sizeof(int)));
+    floor_dispatch<false, kMode><<<grid, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
+}
+
 // `microbench floor`: checks the floor kernels against the host, then runs
 // each pair 200 times with a host wait after every kernel (BF16 dispatch and
 // combine, FP8 dispatch and combine, the empty kernel), for a profiler.
@@ -817,29 +826,7 @@ static int floor_pair(int sms) {
         }
     };
     static void (*const probes[7])(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int) = {
-        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
-            floor_dispatch<false, 1><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
-        },
-        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
-            floor_dispatch<false, 2><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
-        },
-        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
-            floor_dispatch<false, 3><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
-        },
-        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
-            floor_dispatch<false, 4><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
-        },
-        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
-            floor_dispatch<false, 5><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
-        },
-        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
-            floor_dispatch<false, 6><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
-        },
-        [](const int64_t* tk, const uint4* xx, uint8_t* rv, int* ps, int* ct, int T_, int H_, int K_, int E_, int g) {
-            CK(cudaMemsetAsync(ct, 0, E_ * sizeof(int)));  // not a kernel: the profiler times the dispatch alone
-            floor_dispatch<false, 7><<<g, kFloorThreads>>>(tk, xx, rv, nullptr, ps, ct, T_, H_, K_, E_);
-        },
-    };
+        floor_probe<1>, floor_probe<2>, floor_probe<3>, floor_probe<4>, floor_probe<5>, floor_probe<6>, floor_probe<7>};
     for (int m = 0; m < 7; m++) check_probe(m + 1, probes[m]);
     if (bad) {
         fprintf(stderr, "floor: %d mismatches: not timed\n", bad);
