@@ -305,7 +305,7 @@ if [ -f scripts/microbench.cu ]; then
 			# BF16 pairs, then the 200 FP8 dispatches, each with a combine and an
 			# empty kernel (the probes after them are left to docs/PERF.md's runs).
 			if [ -n "$floor_ok" ] && timeout -k 5 200 ncu --cache-control none --clock-control none --csv --page raw \
-				--metrics gpu__time_duration.sum -k regex:'floor_|empty' --launch-skip 111 --launch-count 900 \
+				--metrics gpu__time_duration.sum -k regex:'floor_|empty' --launch-skip 112 --launch-count 900 \
 				"$ptxdir/microbench" floor >"$ptxdir/floor.csv" 2>>"$log"; then
 				pair_floors "$ptxdir/floor.csv" | tee -a "$log"
 			elif [ -n "$floor_ok" ]; then

@@ -377,7 +377,10 @@ __device__ __host__ __forceinline__ float bf16_f(uint16_t h) {
 // takes the next free place of its expert from a global atomic on
 // recv_count (zero before the launch), so an expert's rows come in the order
 // the atomics happened, which the reference's validation accepts
-// (src_info says whose each row is), and recv_count is that counter.
+// (src_info says whose each row is), and recv_count is that counter; 8 the
+// dispatch above counting with one shared atomic per match (each thread's
+// entries against the 8 experts held in registers), without warp
+// reductions.
 template <bool kFP8, int kMode = 0>
 __global__ void __launch_bounds__(kFloorThreads, 1)
     floor_dispatch(const int64_t* __restrict__ topk, const uint4* __restrict__ x, uint8_t* __restrict__ recv,
@@ -387,10 +390,10 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     __shared__ int total[1024];
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
     if (t >= T) return;
-    const bool counted = kMode == 0 || kMode == 3 || kMode == 4 || kMode == 6;
+    const bool counted = kMode == 0 || kMode == 3 || kMode == 4 || kMode == 6 || kMode == 8;
     if (kMode == 6) topk += (int64_t)t * T * K;
     __shared__ __align__(128) uint4 stage[kMode == 4 ? kFloorVecs * kFloorThreads : 1];
-    const bool last = (kMode == 0 || kMode == 4 || kMode == 5) && t == T - 1;  // also counts every expert's rows (recv_count)
+    const bool last = (kMode == 0 || kMode == 4 || kMode == 5 || kMode == 8) && t == T - 1;  // also counts every expert's rows (recv_count)
     const int n = counted ? (t + 1) * K : 0;     // the entries this block reads: tokens 0..t
     int64_t id[kFloorIds];
 #pragma unroll
@@ -407,8 +410,19 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     for (int e = tid; last && e < E; e += kFloorThreads) total[e] = 0;
     if (counted) __syncthreads();
     // How many earlier tokens select each of this token's experts: each
-    // thread's entries against the K experts, summed over the warp.
-    for (int k = 0; counted && k < K; k++) {
+    // thread's entries against the K experts, summed over the warp (kMode 8:
+    // one shared atomic per match instead, about 4 per expert in a block).
+    if constexpr (kMode == 8) {
+        int64_t mk[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) mk[k] = __shfl_sync(0xffffffffu, mine, k);
+#pragma unroll
+        for (int j = 0; j < kFloorIds; j++)
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                if (k < K && tid + j * kFloorThreads < t * K && id[j] == mk[k]) atomicAdd(&before[k], 1);
+    }
+    for (int k = 0; counted && kMode != 8 && k < K; k++) {
         const int64_t ek = __shfl_sync(0xffffffffu, mine, k);
         int c = 0;
 #pragma unroll
@@ -487,6 +501,7 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
                     : kMode == 5 ? e * T + warp_before
                     : kMode == 6 ? t * K + lane + (before[lane] >> 30)
                     : kMode == 7 ? e * T + slot[lane]
+                    : kMode == 8 ? e * T + before[lane]
                                  : t * K + lane + (before[lane] >> 30);  // before < 2^30: the same place
     if (tid < K) row_pos[t * K + tid] = pos;
     if (last && kMode != 5)
@@ -774,7 +789,7 @@ static int floor_pair(int sms) {
                 if (sc[g] != amax / 448.f && bad++ < 3) fprintf(stderr, "floor: fp8 dispatch: token %d block %d: scale differs\n", t, g);
             }
         }
-    // The probes (kMode 1 to 7): each row at its mode's place, row_pos saying so.
+    // The probes (kMode 1 to 8): each row at its mode's place, row_pos saying so.
     int* probe_pos = (int*)malloc(T * K * sizeof(int));
     auto check_probe = [&](int mode, void (*launch)(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int)) {
         CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
@@ -788,7 +803,7 @@ static int floor_pair(int sms) {
                 const int64_t e = h_topk[t * K + k];
                 probe_pos[t * K + k] = e < 0 ? -1
                                        : mode == 1                ? (int)e * T + t
-                                       : mode == 4 || mode == 5   ? ref_pos[t * K + k]
+                                       : mode == 4 || mode == 5 || mode == 8 ? ref_pos[t * K + k]
                                                                   : t * K + k;
             }
         if (mode == 7) {  // each expert's places taken once each, in any order
@@ -806,7 +821,7 @@ static int floor_pair(int sms) {
             free(seen);
             memcpy(probe_pos, g_pos, T * K * sizeof(int));
         }
-        if (mode == 4 || mode == 5 || mode == 7) {
+        if (mode == 4 || mode == 5 || mode == 7 || mode == 8) {
             CK(cudaMemcpy(g_count, count, E * sizeof(int), cudaMemcpyDeviceToHost));
             if (memcmp(g_count, ref_count, E * sizeof(int)) != 0) {
                 fprintf(stderr, "floor: probe %d: recv_count differs\n", mode);
@@ -825,9 +840,10 @@ static int floor_pair(int sms) {
                 fprintf(stderr, "floor: probe %d: token %d selection %d: row differs\n", mode, i / K, i % K);
         }
     };
-    static void (*const probes[7])(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int) = {
-        floor_probe<1>, floor_probe<2>, floor_probe<3>, floor_probe<4>, floor_probe<5>, floor_probe<6>, floor_probe<7>};
-    for (int m = 0; m < 7; m++) check_probe(m + 1, probes[m]);
+    static void (*const probes[8])(const int64_t*, const uint4*, uint8_t*, int*, int*, int, int, int, int, int) = {
+        floor_probe<1>, floor_probe<2>, floor_probe<3>, floor_probe<4>,
+        floor_probe<5>, floor_probe<6>, floor_probe<7>, floor_probe<8>};
+    for (int m = 0; m < 8; m++) check_probe(m + 1, probes[m]);
     if (bad) {
         fprintf(stderr, "floor: %d mismatches: not timed\n", bad);
         return 1;
@@ -835,7 +851,7 @@ static int floor_pair(int sms) {
     printf("floor: checked against the host: %d rows (%.2f MB BF16, %.2f MB FP8 with scales), row_pos, recv_count, "
            "the combine's %d outputs\n",
            rows, rows * H * 2 / 1e6, rows * (H + G * 4) / 1e6, T);
-    printf("floor: the probes' rows (kMode 1 to 7) and the two-batch combine's outputs checked too\n");
+    printf("floor: the probes' rows (kMode 1 to 8) and the two-batch combine's outputs checked too\n");
     // Each launch waited for, as the benchmark's loop waits between its kernels.
     const uint4* rows_in = reinterpret_cast<const uint4*>(recv);
     auto dispatch = [&](bool fp8) {
@@ -854,7 +870,7 @@ static int floor_pair(int sms) {
         empty<<<sms, kFloorThreads>>>();
         CK(cudaDeviceSynchronize());
     }
-    for (int m = 0; m < 7; m++)
+    for (int m = 0; m < 8; m++)
         for (int r = 0; r < 200; r++) {
             probes[m](m == 5 ? topk_copies : topk, x, recv, pos, count, T, H, K, E, sms);
             CK(cudaDeviceSynchronize());
@@ -862,7 +878,7 @@ static int floor_pair(int sms) {
         }
     for (int r = 0; r < 200; r++) dispatch(false), combine(true);
     printf("floor: 200 BF16 pairs, then 200 FP8 dispatches each with a combine and an empty kernel, then 200 of "
-           "each probe (kMode 1 to 7) with a combine, then 200 BF16 pairs with the two-batch combine\n");
+           "each probe (kMode 1 to 8) with a combine, then 200 BF16 pairs with the two-batch combine\n");
     return 0;
 }
 
