@@ -393,8 +393,9 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     const bool counted = kMode == 0 || kMode == 3 || kMode == 4 || kMode == 6 || kMode == 8;
     if (kMode == 6) topk += (int64_t)t * T * K;
     __shared__ __align__(128) uint4 stage[kMode == 4 ? kFloorVecs * kFloorThreads : 1];
-    const bool last = (kMode == 0 || kMode == 4 || kMode == 5 || kMode == 8) && t == T - 1;  // also counts every expert's rows (recv_count)
-    const int n = counted ? (t + 1) * K : 0;     // the entries this block reads: tokens 0..t
+    // The last block also counts every expert's rows (recv_count).
+    const bool last = (kMode == 0 || kMode == 4 || kMode == 5 || kMode == 8) && t == T - 1;
+    const int n = counted ? (t + 1) * K : 0;  // the entries this block reads: tokens 0..t
     int64_t id[kFloorIds];
 #pragma unroll
     for (int j = 0; j < kFloorIds; j++) id[j] = tid + j * kFloorThreads < n ? __ldg(topk + tid + j * kFloorThreads) : -1;
@@ -411,7 +412,7 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     if (counted) __syncthreads();
     // How many earlier tokens select each of this token's experts: each
     // thread's entries against the K experts, summed over the warp (kMode 8:
-    // one shared atomic per match instead, about 4 per expert in a block).
+    // one shared atomic per match instead).
     if constexpr (kMode == 8) {
         int64_t mk[8];
 #pragma unroll
@@ -493,16 +494,14 @@ __global__ void __launch_bounds__(kFloorThreads, 1)
     }
     if (counted) __syncthreads();
     const int e = lane < K ? (int)mine : -1;
-    const int pos = e < 0 ? -1
-                    : kMode == 0 ? e * T + before[lane]
-                    : kMode == 1 ? e * T + t
-                    : kMode == 2 ? t * K + lane
-                    : kMode == 4 ? e * T + before[lane]
-                    : kMode == 5 ? e * T + warp_before
-                    : kMode == 6 ? t * K + lane + (before[lane] >> 30)
-                    : kMode == 7 ? e * T + slot[lane]
-                    : kMode == 8 ? e * T + before[lane]
-                                 : t * K + lane + (before[lane] >> 30);  // before < 2^30: the same place
+    // The reference's place (kModes 0, 4 and 8), or the probe's own.
+    const int pos = e < 0                       ? -1
+                    : kMode == 1                ? e * T + t
+                    : kMode == 2                ? t * K + lane
+                    : kMode == 3 || kMode == 6  ? t * K + lane + (before[lane] >> 30)  // before < 2^30: the same place
+                    : kMode == 5                ? e * T + warp_before
+                    : kMode == 7                ? e * T + slot[lane]
+                                                : e * T + before[lane];
     if (tid < K) row_pos[t * K + tid] = pos;
     if (last && kMode != 5)
         for (int i = tid; i < E; i += kFloorThreads) recv_count[i] = total[i];
@@ -635,9 +634,11 @@ static void floor_probe(const int64_t* topk, const uint4* x, uint8_t* recv, int*
     floor_dispatch<false, kMode><<<grid, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
 }
 
-// `microbench floor`: checks the floor kernels against the host, then runs
-// each pair 200 times with a host wait after every kernel (BF16 dispatch and
-// combine, FP8 dispatch and combine, the empty kernel), for a profiler.
+// `microbench floor`: checks the floor kernels and the probes against the
+// host, then runs each 200 times with a host wait after every kernel (BF16
+// dispatch and combine, FP8 dispatch and combine with the empty kernel, each
+// probe with a combine, the BF16 dispatch with the two-batch combine), for a
+// profiler.
 static int floor_pair(int sms) {
     const int T = 128, H = 7168, K = 8, E = 256, nv = H / 8, G = H / 128;
     if (T > sms || T * K > kFloorIds * kFloorThreads || nv > kFloorVecs * kFloorThreads || E > 1024 || K > 8 ||
@@ -801,10 +802,10 @@ static int floor_pair(int sms) {
         for (int t = 0; t < T; t++)
             for (int k = 0; k < K; k++) {
                 const int64_t e = h_topk[t * K + k];
-                probe_pos[t * K + k] = e < 0 ? -1
-                                       : mode == 1                ? (int)e * T + t
-                                       : mode == 4 || mode == 5 || mode == 8 ? ref_pos[t * K + k]
-                                                                  : t * K + k;
+                probe_pos[t * K + k] = e < 0                              ? -1
+                                       : mode == 1                          ? (int)e * T + t
+                                       : mode == 2 || mode == 3 || mode == 6 ? t * K + k
+                                                                            : ref_pos[t * K + k];  // 7: below
             }
         if (mode == 7) {  // each expert's places taken once each, in any order
             int* seen = (int*)calloc((size_t)E * T, sizeof(int));
