@@ -16,15 +16,7 @@ func TestMaskTestBlock(t *testing.T) {
 		{Rank: 0, Dispatch: &ok, Combine: &bad, Clean: clean},
 		{Rank: 1, Clean: clean},
 	}}
-	if !m.Failed() {
-		t.Error("a wrong combine mask did not fail the test")
-	}
-	r := &Result{MaskTest: m}
-	if !r.Failed() || !strings.Contains(r.Failure(), "active-mask test") {
-		t.Errorf("Failed %v, %q", r.Failed(), r.Failure())
-	}
-	got := maskBlock(t, m)
-	want := `
+	failsWithBlock(t, m, `
 === Active-Mask Test ===
 Rank 0: mask after dispatch = [1,0,1,1]
 Rank 0: dispatch mask check: PASSED (rank 1 mask=0)
@@ -34,10 +26,7 @@ Rank 0:   expected [1,0,1,0]
 Rank 0: mask clean check: PASSED
 Rank 1: mask clean check: PASSED
 === Active-Mask Test Complete ===
-`
-	if got != want {
-		t.Errorf("block:\n%s\nwant:\n%s", got, want)
-	}
+`)
 	m.Ranks[0].Combine = &MaskCheck{Mask: []int{1, 0, 1, 0}, Want: []int{1, 0, 1, 0}}
 	if m.Failed() || (&Result{MaskTest: m}).Failed() {
 		t.Error("a passing test failed")
@@ -55,11 +44,7 @@ func TestMaskTestCombineOutput(t *testing.T) {
 		{Rank: 2, Dispatch: &mask, Combine: &mask, Clean: clean,
 			CombineOutput: &OutputCheck{First: "rank 2, token 3, column 5: got 0x3f80 (1) want 0x0000 (0)"}},
 	}}
-	if !m.Failed() || !strings.Contains((&Result{MaskTest: m}).Failure(), "active-mask test") {
-		t.Error("a wrong combine output did not fail the test")
-	}
-	got := maskBlock(t, m)
-	want := `
+	failsWithBlock(t, m, `
 === Active-Mask Test ===
 Rank 0: mask after dispatch = [1,0,1,0]
 Rank 0: dispatch mask check: PASSED (rank 1 mask=0)
@@ -73,13 +58,23 @@ Rank 2: combine output check: FAILED (rank 2, token 3, column 5: got 0x3f80 (1) 
 Rank 0: mask clean check: PASSED
 Rank 2: mask clean check: PASSED
 === Active-Mask Test Complete ===
-`
-	if got != want {
-		t.Errorf("block:\n%s\nwant:\n%s", got, want)
-	}
+`)
 	m.Ranks[1].CombineOutput = &OutputCheck{OK: true}
 	if m.Failed() {
 		t.Error("a passing test failed")
+	}
+}
+
+// failsWithBlock: m fails the test and the run, whose failure names the
+// active-mask test, and WriteMaskTest writes want for it.
+func failsWithBlock(t *testing.T, m *MaskTest, want string) {
+	t.Helper()
+	r := &Result{MaskTest: m}
+	if !m.Failed() || !r.Failed() || !strings.Contains(r.Failure(), "active-mask test") {
+		t.Errorf("a failed check: MaskTest.Failed %v, Result.Failed %v, %q", m.Failed(), r.Failed(), r.Failure())
+	}
+	if got := maskBlock(t, m); got != want {
+		t.Errorf("block:\n%s\nwant:\n%s", got, want)
 	}
 }
 
