@@ -853,6 +853,9 @@ static int floor_pair(int sms) {
            "the combine's %d outputs\n",
            rows, rows * H * 2 / 1e6, rows * (H + G * 4) / 1e6, T);
     printf("floor: the probes' rows (kMode 1 to 8) and the two-batch combine's outputs checked too\n");
+    // For a profiler's --launch-skip: the kernels the checks launched (the
+    // dispatches, the combines of both kinds, the probes).
+    printf("floor: %d check launches before the timed ones\n", 4 + (int)(sizeof(probes) / sizeof(probes[0])));
     // Each launch waited for, as the benchmark's loop waits between its kernels.
     const uint4* rows_in = reinterpret_cast<const uint4*>(recv);
     auto dispatch = [&](bool fp8) {
