@@ -897,6 +897,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // of its own grid ---
     const int slices = lines ? (nl + kLinesPerItem - 1) / kLinesPerItem : (vec_per_row + kSliceVecs - 1) / kSliceVecs;
     const int peer_items = (R - 1) * T * slices;
+    // The source side's items: with the lines protocol, a row slice of lines
+    // as a peer sends them (item_vecs: 7 of every 8 lanes hold a vector);
+    // at one rank, where nothing arrives in lines, a plain slice (every lane,
+    // whole aligned lines of the rows read).
+    const bool line_items = lines && R > 1;
+    const int src_slices = lines && !line_items ? (vec_per_row + kSliceVecs - 1) / kSliceVecs : slices;
     // Blocks with items take a ticket for the peers' release; block 0 takes
     // one even without items (a rank without peers' tokens still releases).
     const uint64_t peer_blocks = max(1, min((int)gridDim.x, peer_items));
@@ -977,9 +983,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // its selections on this rank, is loaded before the wait.
     int first_e = -1, first_pos = 0;
     float first_w = 0.f;
-    if (sgwarp < own_n * slices && lane < K) {
+    if (sgwarp < own_n * src_slices && lane < K) {
         int t, slice;
-        item_split(sgwarp, slices, t, slice);
+        item_split(sgwarp, src_slices, t, slice);
         own_selection(a, t, lane, K, R, L, &first_e, &first_w);
         if (!inl) first_pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
     }
@@ -1038,12 +1044,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // lines land; then the ranks' partials are added in rank order, each
     // peer's lines polled until they carry the call's flag.
     const bool lines_rlr = lines && per_rank(a), lines_direct = lines && !per_rank(a);
-    for (int item = sgwarp; lines_rlr && item < own_n * slices; item += nwarps) {
+    for (int item = sgwarp; lines_rlr && item < own_n * src_slices; item += nwarps) {
         int t, slice;
-        item_split(item, slices, t, slice);
+        item_split(item, src_slices, t, slice);
         int e, pos, v[kVecPerLane];
         float wk;
         item_start(item, t, slice, &e, &wk, &pos, v);
+        if (!line_items) item_vecs(slice, false, vec_per_row, nl, v);
         const int64_t my_row = own_row(e, pos);
         float own[kVecPerLane][8];
         local_partial(a, __ballot_sync(0xffffffffu, my_row >= 0), my_row, wk, v, own);
@@ -1090,12 +1097,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // rows' loads in flight at a time: the own rank's expert outputs read here
     // (rounded to bf16 as a sent row is), the peers' rows polled in lines
     // until they carry the call's flag.
-    for (int item = sgwarp; lines_direct && item < own_n * slices; item += nwarps) {
+    for (int item = sgwarp; lines_direct && item < own_n * src_slices; item += nwarps) {
         int t, slice;
-        item_split(item, slices, t, slice);
+        item_split(item, src_slices, t, slice);
         int e, pos, v[kVecPerLane];
         float wk;
         item_start(item, t, slice, &e, &wk, &pos, v);
+        if (!line_items) item_vecs(slice, false, vec_per_row, nl, v);
         const int64_t my_row = own_row(e, pos);
         float acc[kVecPerLane][8];
 #pragma unroll
