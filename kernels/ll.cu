@@ -593,9 +593,14 @@ __device__ __forceinline__ void line_put(uint4* row, int line, int nlines, uint4
 // (bit k: lane k holds the selection's expert output row my_row and its
 // weight my_w) in top-k order, kBatch rows' loads in flight at a time, raw
 // holding the lane's vectors v of the row. Warp-uniform.
-template <typename F>
+template <bool kRowPtr = false, typename F>
 __device__ __forceinline__ void for_local_rows(const LLArgs& a, unsigned local, int64_t my_row, float my_w,
                                                const int v[kVecPerLane], F use) {
+    // kRowPtr (a bf16 dispatch): the lane of each selection forms its row's
+    // address once, and a row's loads take it by two shuffles instead of
+    // each lane multiplying out the row's offset.
+    const uint4* const my_ptr =
+        kRowPtr ? reinterpret_cast<const uint4*>(a.y + (my_row < 0 ? 0 : my_row) * a.hidden) : nullptr;
     for (unsigned m = local; m;) {
         YRaw raw[kBatch][kVecPerLane];
         float wb[kBatch];
@@ -608,7 +613,15 @@ __device__ __forceinline__ void for_local_rows(const LLArgs& a, unsigned local, 
             m &= m - 1;
             kb[b] = k;
             wb[b] = __shfl_sync(0xffffffffu, my_w, k);
-            load_y(a, __shfl_sync(0xffffffffu, my_row, k), v, raw[b]);
+            if (kRowPtr && !a.fp8) {
+                const uint4* const p = reinterpret_cast<const uint4*>(
+                    __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(my_ptr), k));
+#pragma unroll
+                for (int u = 0; u < kVecPerLane; u++)
+                    if (v[u] >= 0) raw[b][u].v = __ldg(p + v[u]);
+            } else {
+                load_y(a, __shfl_sync(0xffffffffu, my_row, k), v, raw[b]);
+            }
             nb = b + 1;
         }
 #pragma unroll
@@ -685,6 +698,7 @@ __device__ __forceinline__ void slot_partial(const LLArgs& a, unsigned local, in
 // selections (bit k of `local`: lane k holds the selection's row my_row and
 // weight my_w) over the lane's vectors v, as the CPU reference sums it;
 // zero without any. Warp-uniform.
+template <bool kRowPtr = false>
 __device__ __forceinline__ void local_partial(const LLArgs& a, unsigned local, int64_t my_row, float my_w,
                                               const int v[kVecPerLane], float acc[kVecPerLane][8]) {
 #pragma unroll
@@ -695,7 +709,8 @@ __device__ __forceinline__ void local_partial(const LLArgs& a, unsigned local, i
         if (local != 0) slot_partial(a, local, my_row, my_w, v, acc);
         return;
     }
-    for_local_rows(a, local, my_row, my_w, v, [&](int, float w, const YRaw* raw) { add_weighted(a, acc, w, raw); });
+    for_local_rows<kRowPtr>(a, local, my_row, my_w, v,
+                            [&](int, float w, const YRaw* raw) { add_weighted(a, acc, w, raw); });
 }
 
 // Expert side of combine for one work item: row slice `slice` of the slot
@@ -983,9 +998,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // its selections on this rank, is loaded before the wait.
     int first_e = -1, first_pos = 0;
     float first_w = 0.f;
+    int first_t = 0, first_slice = 0;  // lanes below K: the first item's token and slice
     if (sgwarp < own_n * src_slices && lane < K) {
         int t, slice;
         item_split(sgwarp, src_slices, t, slice);
+        first_t = t, first_slice = slice;
         own_selection(a, t, lane, K, R, L, &first_e, &first_w);
         if (!inl) first_pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
     }
@@ -1046,20 +1063,36 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const bool lines_rlr = lines && per_rank(a), lines_direct = lines && !per_rank(a);
     for (int item = sgwarp; lines_rlr && item < own_n * src_slices; item += nwarps) {
         int t, slice;
-        item_split(item, src_slices, t, slice);
+        if (item == sgwarp) {  // split above, by lane 0 among others
+            t = __shfl_sync(0xffffffffu, first_t, 0);
+            slice = __shfl_sync(0xffffffffu, first_slice, 0);
+        } else {
+            item_split(item, src_slices, t, slice);
+        }
         int e, pos, v[kVecPerLane];
         float wk;
         item_start(item, t, slice, &e, &wk, &pos, v);
         if (!line_items) item_vecs(slice, false, vec_per_row, nl, v);
         const int64_t my_row = own_row(e, pos);
         float own[kVecPerLane][8];
-        local_partial(a, __ballot_sync(0xffffffffu, my_row >= 0), my_row, wk, v, own);
+        local_partial<true>(a, __ballot_sync(0xffffffffu, my_row >= 0), my_row, wk, v, own);
         float acc[kVecPerLane][8];
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++) {
             unpack8(pack8(own[u]), own[u]);
 #pragma unroll
             for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
+        }
+        // A token whose every selection is on this rank (at one rank, every
+        // token; only_own_term): its sum is the own partial alone, added as
+        // below, with no rank order to find and no peer to wait for.
+        if (only_own_term(e, L, a.rank)) {
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], own[u][j]);
+            item_store(item, t, v, acc);
+            continue;
         }
         // -T: a masked rank's partial is left out.
         const unsigned my_rank = e >= 0 && !masked(a.active, e / L) ? (unsigned)(e / L) : UINT_MAX;
