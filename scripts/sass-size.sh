@@ -4,14 +4,17 @@
 # where the module has one (a launch runs one of the two), and the combine. A launch fetches its code again from
 # the second level of the instruction caches (~110 KiB on an H200; the first level keeps 25–30 KiB, docs/PERF.md),
 # so a kernel change's PERF entry gives the size it adds, and a change that adds much is known before it is timed.
-# With -b, each module is compared with the same module in BASE (another build of the PTX, e.g. the committed one).
+# With -b, each module is compared with the same module in BASE (another build of the PTX, e.g. the committed one):
+# the counts' difference, and whether the two machine codes are the same instruction for instruction (a kernel
+# change that must leave other modules alone shows it there, whatever their PTX's register numbering).
 # Usage: scripts/sass-size.sh [-b BASE] [DIR] [MODULE...]
 #   DIR: a folder of ll_*.ptx (default kernels/ptx); MODULE: variant names (lines_lines_bf16_rlr, ...), default all;
 #   -b BASE: a second folder of the same modules, printed beside; -h this help.
 # Environment: PTXAS (default ptxas), CUOBJDUMP (default cuobjdump); both of a CUDA at least as new as the one that
 # wrote the PTX (ptxas refuses a newer PTX ISA); compare only builds assembled by the same ptxas. Prints a markdown
 # table: module, dispatch / spread dispatch / combine instructions (- for an entry it lacks), and the larger
-# dispatch with the combine in KiB (what a dispatch and a combine launch run). Exit 0 when every module was
+# dispatch with the combine in KiB (what a dispatch and a combine launch run); with -b, BASE's and DIR's cells and
+# the difference, ending in "same code" or "code differs". Exit 0 when every module was
 # measured, 1 when a tool failed on one (FAIL in its row), 2 on bad usage.
 set -uo pipefail
 
@@ -66,6 +69,8 @@ sizes() {
 			else { print "no dispatch entry or no epbench_ll_combine in the listing" > "/dev/stderr"; exit 1 }
 		}' "$tmp/m.sass" 2>>"$tmp/err"
 }
+# code FILE: the listing's functions and instructions (offset, text and encoding), without the lines around them.
+code() { grep -E 'Function :|/\* 0x[0-9a-f]+ \*/[ \t]*$' "$1"; }
 kib() { awk -v n="$1" 'BEGIN { printf "%.1f", n * 16 / 1024 }'; }
 # pair D S C: the larger dispatch with the combine.
 pair() { if [ "$2" -gt "$1" ]; then echo $(($2 + $3)); else echo $(($1 + $3)); fi; }
@@ -93,6 +98,7 @@ for m in "${modules[@]}"; do
 		continue
 	fi
 	read -r d sp c <<<"$s"
+	code "$tmp/m.sass" >"$tmp/dir.code"
 	if [ -z "$base" ]; then
 		echo "| $m | $(cell "$d" "$sp" "$c") |"
 		continue
@@ -103,8 +109,10 @@ for m in "${modules[@]}"; do
 		continue
 	fi
 	read -r bd bs bc <<<"$s"
+	same="code differs"
+	code "$tmp/m.sass" | cmp -s - "$tmp/dir.code" && same="same code"
 	grow=$(($(pair "$d" "$sp" "$c") - $(pair "$bd" "$bs" "$bc")))
-	printf '| %s | %s | %s | %+d / %+d / %+d (%+.1f KiB) |\n' "$m" "$(cell "$bd" "$bs" "$bc")" "$(cell "$d" "$sp" "$c")" \
-		$((d - bd)) $((sp - bs)) $((c - bc)) "$(awk -v n="$grow" 'BEGIN { print n * 16 / 1024 }')"
+	printf '| %s | %s | %s | %+d / %+d / %+d (%+.1f KiB), %s |\n' "$m" "$(cell "$bd" "$bs" "$bc")" "$(cell "$d" "$sp" "$c")" \
+		$((d - bd)) $((sp - bs)) $((c - bc)) "$(awk -v n="$grow" 'BEGIN { print n * 16 / 1024 }')" "$same"
 done
 exit $rc

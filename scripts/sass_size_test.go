@@ -148,8 +148,34 @@ func TestSassSizeAgainstABase(t *testing.T) {
 	out, stderr, code := runSassSize(t, dir, "-b", b, d, "lines_lines_bf16_rlr", "fenced_fenced_bf16_rlr")
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "| module | BASE "+b+" | "+d+" | difference |\n|---|---|---|---|\n"+
-		"| lines_lines_bf16_rlr | 256 / - / 128 (6.0 KiB) | 320 / - / 120 (6.9 KiB) | +64 / +0 / -8 (+0.9 KiB) |\n"+
-		"| fenced_fenced_bf16_rlr | 100 / 50 / 10 (1.7 KiB) | 90 / 150 / 10 (2.5 KiB) | -10 / +100 / +0 (+0.8 KiB) |\n", out)
+		"| lines_lines_bf16_rlr | 256 / - / 128 (6.0 KiB) | 320 / - / 120 (6.9 KiB) | +64 / +0 / -8 (+0.9 KiB), code differs |\n"+
+		"| fenced_fenced_bf16_rlr | 100 / 50 / 10 (1.7 KiB) | 90 / 150 / 10 (2.5 KiB) | -10 / +100 / +0 (+0.8 KiB), code differs |\n", out)
+}
+
+// Two builds whose modules have the same sizes are told apart by their
+// instructions: the same listing is the same code, one instruction's text
+// or encoding changed is not (what a kernel change must show for the
+// modules it did not mean to change).
+func TestSassSizeTellsTheSameCodeFromTheSameSize(t *testing.T) {
+	dir := sassFolder(t)
+	same := listing(map[string]int{"dispatch": 40, "combine": 20})
+	renamed := strings.Replace(same, "LDC R1, c[0x0][0x28]", "LDC R2, c[0x0][0x28]", 1)
+	reencoded := strings.Replace(same, "0x00000a00ff017b82", "0x00000a00ff027b82", 1)
+	require.NotEqual(t, same, renamed)
+	require.NotEqual(t, same, reencoded)
+	b := sassModule(t, dir, "base", "a", same)
+	sassModule(t, dir, "base", "b", same)
+	sassModule(t, dir, "base", "c", same)
+	d := sassModule(t, dir, "new", "a", same)
+	sassModule(t, dir, "new", "b", renamed)
+	sassModule(t, dir, "new", "c", reencoded)
+	out, stderr, code := runSassSize(t, dir, "-b", b, d)
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 5, out)
+	assert.Equal(t, "| a | 40 / - / 20 (0.9 KiB) | 40 / - / 20 (0.9 KiB) | +0 / +0 / +0 (+0.0 KiB), same code |", lines[2])
+	assert.Equal(t, "| b | 40 / - / 20 (0.9 KiB) | 40 / - / 20 (0.9 KiB) | +0 / +0 / +0 (+0.0 KiB), code differs |", lines[3])
+	assert.Equal(t, "| c | 40 / - / 20 (0.9 KiB) | 40 / - / 20 (0.9 KiB) | +0 / +0 / +0 (+0.0 KiB), code differs |", lines[4])
 }
 
 func TestSassSizeReportsAFailedModuleAndGoesOn(t *testing.T) {
