@@ -58,6 +58,7 @@ func expected(in *Input) ([]uint16, []float64) {
 	y := make([]float32, H) // the identity expert's output, as fp32
 	acc := make([]float32, H)
 	part := make([]float32, H)
+	live := make([]int64, K) // the token's selections, a masked rank's as -1 (none)
 	var q []uint8
 	var scales []float32
 	var deq []uint16
@@ -75,7 +76,18 @@ func expected(in *Input) ([]uint16, []float64) {
 		for c, h := range yBits {
 			y[c] = bf16.ToFloat32(h)
 		}
+		// -T: every term a masked rank would have sent is left out, as if
+		// the token had not selected its experts.
 		idx := in.topk(s.Rank, t)
+		if in.Active != nil {
+			for k, e := range idx {
+				live[k] = e
+				if e >= 0 && !in.active(int(e)/L) {
+					live[k] = -1
+				}
+			}
+			idx = live
+		}
 		w := in.Weights[t*K : (t+1)*K]
 		clear(acc)
 		switch {
@@ -84,7 +96,7 @@ func expected(in *Input) ([]uint16, []float64) {
 			// weight sum (the validated pair's pre-scaling), the scaled bf16
 			// rows added in rank order.
 			for q := 0; q < s.Ranks; q++ {
-				if !routesHere(idx, q, L) || !in.active(q) {
+				if !routesHere(idx, q, L) {
 					continue
 				}
 				ws := rankSum(idx, w, q, L)
@@ -94,15 +106,12 @@ func expected(in *Input) ([]uint16, []float64) {
 			}
 		case in.Mode == config.DirectSend:
 			for k, e := range idx {
-				if e >= 0 && in.active(int(e)/L) {
+				if e >= 0 {
 					weightedAdd(acc, w[k], y)
 				}
 			}
 		case in.Mode == config.RankLocalReduce:
 			for owner := 0; owner < s.Ranks; owner++ {
-				if !in.active(owner) {
-					continue
-				}
 				clear(part)
 				hit := false
 				for k, e := range idx {
@@ -120,7 +129,7 @@ func expected(in *Input) ([]uint16, []float64) {
 		}
 		var wsum float64
 		for k, e := range idx {
-			if e >= 0 && in.active(int(e)/L) {
+			if e >= 0 {
 				wsum += float64(w[k])
 			}
 		}

@@ -31,7 +31,7 @@ type Input struct {
 	// ep_bench's validation rows, or a high-entropy generation.
 	Generation int
 	// SkipCombine leaves the combine unchecked (dispatch-only runs):
-	// CombineOK is then true and CalcDiff NaN.
+	// CombineOK is then true and CalcDiff NaN. Not with Active (below).
 	SkipCombine bool
 	// Active, when not nil, is the mask of active ranks a combine ran with
 	// (-T's masked step, one entry per rank, false for a masked rank): the
@@ -88,7 +88,7 @@ func Check(in Input, out *ll.Outputs) Report {
 		rep.DispatchFailure = checkDispatch(&in, out)
 	}
 	rep.DispatchOK = rep.DispatchFailure == ""
-	if in.SkipCombine {
+	if in.SkipCombine && in.Active == nil {
 		rep.CombineOK = true
 	} else {
 		rep.CombineFailure, rep.CalcDiff = checkCombine(&in, out)

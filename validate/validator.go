@@ -57,5 +57,5 @@ func (v *validator) check(o *ll.Outputs, j, gen int, active []bool) (Report, err
 		}
 	}
 	return Check(Input{Shape: v.shape, Dtype: v.cfg.DispatchDtype, Mode: v.cfg.CombineMode, TopK: all, Weights: v.weights,
-		Generation: gen, SkipCombine: v.cfg.DispatchOnly && active == nil, Active: active}, o), nil
+		Generation: gen, SkipCombine: v.cfg.DispatchOnly, Active: active}, o), nil
 }
