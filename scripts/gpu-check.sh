@@ -3,8 +3,10 @@
 # `make gpu-tests` on a machine with Go; copy bin/ along with the tree):
 #   1. compiles the PTX with nvcc and fails if it differs from the committed PTX;
 #   2. micro-benchmarks (NVLink store bandwidth, cross-GPU flag round trip;
-#      with ncu, the local pair's floors per kernel); with ncu, what the
-#      defaults' LL pair waits on, per instruction (scripts/stalls.sh);
+#      the one-rank floor kernels checked against the host, a failed check
+#      failing the run; with ncu, the local pair's floors per kernel and the
+#      floor kernels' times); with ncu, what the defaults' LL pair waits on,
+#      per instruction (scripts/stalls.sh);
 #   3. `epbench devices`, then each validated run under `timeout -k`;
 #   4. prints a short table last.
 # With --mps it runs only the section for ranks that share one GPU under MPS
@@ -28,7 +30,8 @@
 # iterations of the performance runs, default 200),
 # REFERENCE (an ep_bench output to compare the default run with).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=usage.sh
+source "$(dirname "$0")/usage.sh"
 
 quick=
 mps=
@@ -39,11 +42,17 @@ while [ $# -gt 0 ]; do
 	--quick) quick=1 ;;
 	--mps) mps=1 ;;
 	--gin) mps=1 gin=1 ;;
-	--out) out=$2; shift ;;
-	*) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
+	--out)
+		[ $# -ge 2 ] || usage "--out needs a folder"
+		out=$2
+		shift
+		;;
+	-h | --help) common_opt h ;;
+	*) usage "unknown argument $1" ;;
 	esac
 	shift
 done
+cd "$(dirname "$0")/.."
 mkdir -p "$out"
 nvcc=${NVCC:-nvcc}
 gpus=$(nvidia-smi -L | grep -c '^GPU')
@@ -285,17 +294,34 @@ if [ -f scripts/microbench.cu ]; then
 		timeout -k 5 60 "$ptxdir/microbench" 2>&1 | tee -a "$log"
 		timeout -k 5 60 "$ptxdir/microbench" icache 2>&1 | tee -a "$log"
 		timeout -k 5 60 "$ptxdir/microbench" balance 2>&1 | tee -a "$log"
-		floor_ok=
-		if timeout -k 5 120 "$ptxdir/microbench" floor >"$ptxdir/floor.txt" 2>&1; then
-			# The profiler skips the check launches and the first 50 BF16 pairs.
+		# The profiler skips the check launches (the count microbench prints)
+		# and the first 50 BF16 pairs.
+		floor_skip=
+		timeout -k 5 120 "$ptxdir/microbench" floor >"$ptxdir/floor.txt" 2>&1
+		case $? in
+		0)
 			floor_skip=$(sed -n 's/^floor: \([0-9]*\) check launches.*/\1/p' "$ptxdir/floor.txt")
-			floor_ok=${floor_skip:+1}
-			floor_skip=$((${floor_skip:-0} + 100))
-			say "floor kernels: checked against the host"
-		else
-			say "floor kernels: check failed (see $log)"
+			if [ -n "$floor_skip" ]; then
+				floor_skip=$((floor_skip + 100))
+				say "floor kernels: checked against the host"
+				results+=("floor kernels|checked against the host|ok")
+			else
+				say "floor kernels: checked, but no count of check launches printed: not profiled"
+				results+=("floor kernels|no count of check launches|FAIL")
+				status=1
+			fi
+			;;
+		3)
+			say "floor kernels: $(tail -1 "$ptxdir/floor.txt")"
+			results+=("floor kernels|the shape does not fit this GPU|skipped")
+			;;
+		*)
+			say "floor kernels: check failed (see $log):"
+			tail -5 "$ptxdir/floor.txt"
+			results+=("floor kernels|check failed|FAIL")
 			status=1
-		fi
+			;;
+		esac
 		cat "$ptxdir/floor.txt" >>"$log"
 		if command -v ncu >/dev/null 2>&1; then
 			if timeout -k 5 180 ncu --cache-control none --clock-control none --csv --page raw \
@@ -308,11 +334,11 @@ if [ -f scripts/microbench.cu ]; then
 			# The floor kernels past their checks and the first 50 BF16 pairs: 150
 			# BF16 pairs, then the 200 FP8 dispatches, each with a combine and an
 			# empty kernel (the probes after them are left to docs/PERF.md's runs).
-			if [ -n "$floor_ok" ] && timeout -k 5 200 ncu --cache-control none --clock-control none --csv --page raw \
+			if [ -n "$floor_skip" ] && timeout -k 5 200 ncu --cache-control none --clock-control none --csv --page raw \
 				--metrics gpu__time_duration.sum -k regex:'floor_|empty' --launch-skip "$floor_skip" --launch-count 900 \
 				"$ptxdir/microbench" floor >"$ptxdir/floor.csv" 2>>"$log"; then
 				pair_floors "$ptxdir/floor.csv" | tee -a "$log"
-			elif [ -n "$floor_ok" ]; then
+			elif [ -n "$floor_skip" ]; then
 				say "floor kernels: ncu failed (see $log)"
 			fi
 		fi

@@ -632,19 +632,21 @@ static void floor_probe(const int64_t* topk, const uint4* x, uint8_t* recv, int*
                         int E, int grid) {
     if (kMode == 7) CK(cudaMemsetAsync(count, 0, E * sizeof(int)));
     floor_dispatch<false, kMode><<<grid, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
+    CK(cudaGetLastError());  // a launch that never ran (resources, configuration)
 }
 
 // `microbench floor`: checks the floor kernels and the probes against the
 // host, then runs each 200 times with a host wait after every kernel (BF16
 // dispatch and combine, FP8 dispatch and combine with the empty kernel, each
 // probe with a combine, the BF16 dispatch with the two-batch combine), for a
-// profiler.
+// profiler. Exit 1 when a check fails, 3 when the shape does not fit the GPU
+// (fewer SMs than its 128 tokens), and then nothing runs.
 static int floor_pair(int sms) {
     const int T = 128, H = 7168, K = 8, E = 256, nv = H / 8, G = H / 128;
     if (T > sms || T * K > kFloorIds * kFloorThreads || nv > kFloorVecs * kFloorThreads || E > 1024 || K > 8 ||
         H % 128 != 0) {
-        fprintf(stderr, "floor: shape does not fit\n");
-        return 1;
+        fprintf(stderr, "floor: the defaults' shape does not fit this GPU (%d SMs): not run\n", sms);
+        return 3;
     }
     // Routing: K distinct experts per token; 9 entries then set to -1 (the
     // defaults' 1015 selections of 1024), from a fixed LCG.
@@ -720,6 +722,7 @@ static int floor_pair(int sms) {
     CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
     CK(cudaMemset(count, 0xff, E * sizeof(int)));
     floor_dispatch<false><<<sms, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
+    CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     check_layout("bf16 dispatch");
     for (int t = 0; t < T; t++)
@@ -737,6 +740,7 @@ static int floor_pair(int sms) {
         if (ref_pos[i] >= 0)
             CK(cudaMemcpy(recv + (size_t)ref_pos[i] * H * 2, h_y + (size_t)i * H, (size_t)H * 2, cudaMemcpyHostToDevice));
     floor_combine<false><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+    CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     uint16_t* h_out = (uint16_t*)malloc((size_t)T * H * 2);
     CK(cudaMemcpy(h_out, out, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
@@ -754,6 +758,7 @@ static int floor_pair(int sms) {
         }
     CK(cudaMemset(out, 0xff, (size_t)T * H * 2));
     floor_combine<true><<<sms, kFloorThreads>>>(reinterpret_cast<const uint4*>(recv), pos, w, out, T, H, K);
+    CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     {
         uint16_t* o2 = (uint16_t*)malloc((size_t)T * H * 2);
@@ -767,6 +772,7 @@ static int floor_pair(int sms) {
     CK(cudaMemset(pos, 0xff, T * K * sizeof(int)));
     CK(cudaMemset(count, 0xff, E * sizeof(int)));
     floor_dispatch<true><<<sms, kFloorThreads>>>(topk, x, recv8, scales, pos, count, T, H, K, E);
+    CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     check_layout("fp8 dispatch");
     uint8_t* q = (uint8_t*)malloc(H);
@@ -861,17 +867,20 @@ static int floor_pair(int sms) {
     auto dispatch = [&](bool fp8) {
         if (fp8) floor_dispatch<true><<<sms, kFloorThreads>>>(topk, x, recv8, scales, pos, count, T, H, K, E);
         else floor_dispatch<false><<<sms, kFloorThreads>>>(topk, x, recv, nullptr, pos, count, T, H, K, E);
+        CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
     };
     auto combine = [&](bool two_batches) {
         if (two_batches) floor_combine<true><<<sms, kFloorThreads>>>(rows_in, pos, w, out, T, H, K);
         else floor_combine<false><<<sms, kFloorThreads>>>(rows_in, pos, w, out, T, H, K);
+        CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
     };
     for (int r = 0; r < 200; r++) dispatch(false), combine(false);
     for (int r = 0; r < 200; r++) {
         dispatch(true), combine(false);
         empty<<<sms, kFloorThreads>>>();
+        CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
     }
     for (int m = 0; m < 8; m++)

@@ -54,6 +54,8 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# A line of an instruction's encoding half in cuobjdump's listing: /* 0x... */ at its end.
+encoding='/\* 0x[0-9a-f]+ \*/[ \t]*$'
 # sizes FILE: "DISPATCH SPREAD COMBINE" instruction counts of the module's entries (0: no spread dispatch), or
 # nothing, the reason in $tmp/err, when a tool fails or an entry is missing.
 sizes() {
@@ -61,8 +63,8 @@ sizes() {
 	"$cuobjdump" -sass "$tmp/m.cubin" 2>>"$tmp/err" >"$tmp/m.sass" || return 1
 	# Every instruction has two 8-byte encoding halves, each /* 0x... */ at the end of its line (the first on the
 	# line of the offset and the text, which some instructions print without).
-	awk '/Function :/ { f = $NF }
-		/\/\* 0x[0-9a-f]+ \*\/[ \t]*$/ { n[f]++ }
+	awk -v enc="$encoding" '/Function :/ { f = $NF }
+		$0 ~ enc { n[f]++ }
 		END {
 			d = n["epbench_ll_dispatch"] / 2; s = n["epbench_ll_dispatch_spread"] / 2; c = n["epbench_ll_combine"] / 2
 			if ((d > 0 || s > 0) && c > 0) print d, s, c
@@ -70,7 +72,7 @@ sizes() {
 		}' "$tmp/m.sass" 2>>"$tmp/err"
 }
 # code FILE: the listing's functions and instructions (offset, text and encoding), without the lines around them.
-code() { grep -E 'Function :|/\* 0x[0-9a-f]+ \*/[ \t]*$' "$1"; }
+code() { grep -E "Function :|$encoding" "$1"; }
 kib() { awk -v n="$1" 'BEGIN { printf "%.1f", n * 16 / 1024 }'; }
 # pair D S C: the larger dispatch with the combine.
 pair() { if [ "$2" -gt "$1" ]; then echo $(($2 + $3)); else echo $(($1 + $3)); fi; }
@@ -98,11 +100,11 @@ for m in "${modules[@]}"; do
 		continue
 	fi
 	read -r d sp c <<<"$s"
-	code "$tmp/m.sass" >"$tmp/dir.code"
 	if [ -z "$base" ]; then
 		echo "| $m | $(cell "$d" "$sp" "$c") |"
 		continue
 	fi
+	code "$tmp/m.sass" >"$tmp/dir.code"
 	if ! s=$(sizes "$base/ll_$m.ptx"); then
 		echo "| $m | $(why) | $(cell "$d" "$sp" "$c") | |"
 		rc=1

@@ -163,19 +163,26 @@ func TestSassSizeTellsTheSameCodeFromTheSameSize(t *testing.T) {
 	reencoded := strings.Replace(same, "0x00000a00ff017b82", "0x00000a00ff027b82", 1)
 	require.NotEqual(t, same, renamed)
 	require.NotEqual(t, same, reencoded)
+	// Only the lines around the code differ: the header, its flags.
+	reheaded := strings.Replace(same, "code for sm_90", "code for sm_90 (another file)", 1)
+	reheaded = strings.Replace(reheaded, "EF_CUDA_SM90 EF_CUDA_PTX_SM", "EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM", -1)
+	require.NotEqual(t, same, reheaded)
 	b := sassModule(t, dir, "base", "a", same)
 	sassModule(t, dir, "base", "b", same)
 	sassModule(t, dir, "base", "c", same)
+	sassModule(t, dir, "base", "d", same)
 	d := sassModule(t, dir, "new", "a", same)
 	sassModule(t, dir, "new", "b", renamed)
 	sassModule(t, dir, "new", "c", reencoded)
+	sassModule(t, dir, "new", "d", reheaded)
 	out, stderr, code := runSassSize(t, dir, "-b", b, d)
 	require.Equal(t, 0, code, stderr)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 5, out)
+	require.Len(t, lines, 6, out)
 	assert.Equal(t, "| a | 40 / - / 20 (0.9 KiB) | 40 / - / 20 (0.9 KiB) | +0 / +0 / +0 (+0.0 KiB), same code |", lines[2])
 	assert.Equal(t, "| b | 40 / - / 20 (0.9 KiB) | 40 / - / 20 (0.9 KiB) | +0 / +0 / +0 (+0.0 KiB), code differs |", lines[3])
 	assert.Equal(t, "| c | 40 / - / 20 (0.9 KiB) | 40 / - / 20 (0.9 KiB) | +0 / +0 / +0 (+0.0 KiB), code differs |", lines[4])
+	assert.Equal(t, "| d | 40 / - / 20 (0.9 KiB) | 40 / - / 20 (0.9 KiB) | +0 / +0 / +0 (+0.0 KiB), same code |", lines[5])
 }
 
 func TestSassSizeReportsAFailedModuleAndGoesOn(t *testing.T) {

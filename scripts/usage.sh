@@ -1,4 +1,4 @@
-# Sourced by the scripts that take options (alternate.sh, sass-size.sh, stalls.sh): the script's "# Usage: " comment line is
+# Sourced by the scripts that take options (alternate.sh, gpu-check.sh, sass-size.sh, stalls.sh): the script's "# Usage: " comment line is
 # its synopsis, its comment block from line 2 to `set -uo` its help.
 # shellcheck shell=bash
 synopsis=$(sed -n 's/^# Usage: /usage: /p' "$0")
