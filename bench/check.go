@@ -18,8 +18,11 @@ type Check struct {
 }
 
 // Validator checks a backend's outputs of a pair of routing j on the token
-// rows of generation gen against the reference.
-type Validator func(o *ll.Outputs, j, gen int) (Check, error)
+// rows of generation gen against the reference. active is nil, or -T's
+// mask of active ranks the pair ran with (false for a masked rank): the
+// combine output is then checked with the masked ranks' terms left out,
+// and the dispatch not at all.
+type Validator func(o *ll.Outputs, j, gen int, active []bool) (Check, error)
 
 // ValidationError is a check that failed during the timed loop
 // (--validate-every); every rank returns one, naming the same ranks.
@@ -76,16 +79,14 @@ func (r *Run) soakCheck(j, after int) error {
 // generation of its own, with every output and symmetric receive area
 // poisoned, and checks this rank's outputs.
 func (r *Run) checkPair(j int) (Check, error) {
-	b := r.Backend
 	// Peers write into this rank's symmetric areas: every rank is between
 	// pairs (and has checked its last outputs, which takes each its own
 	// time) before any poisons them, and all have before any starts the pair.
 	if err := r.hostBarrier.Wait("barrier before poisoning"); err != nil {
 		return Check{}, err
 	}
-	r.gen++
-	if err := errors.Join(b.Generation(r.gen), b.Poison(true), b.Sync()); err != nil {
-		return Check{}, fmt.Errorf("poisoning outputs: %w", err)
+	if err := r.poisonForPair(); err != nil {
+		return Check{}, err
 	}
 	if err := r.hostBarrier.Wait("barrier before a validated pair"); err != nil {
 		return Check{}, err
@@ -100,17 +101,29 @@ func (r *Run) checkPair(j int) (Check, error) {
 	if err != nil {
 		return Check{}, err
 	}
-	return r.check(snap, j, r.gen)
+	return r.check(snap, j, r.gen, nil)
+}
+
+// poisonForPair puts the next pair on token rows of a generation of its own
+// and poisons its outputs, waiting until that is done; every rank must be
+// between operations (peers write into this rank's areas).
+func (r *Run) poisonForPair() error {
+	r.gen++
+	b := r.Backend
+	if err := errors.Join(b.Generation(r.gen), b.Poison(true), b.Sync()); err != nil {
+		return fmt.Errorf("poisoning outputs: %w", err)
+	}
+	return nil
 }
 
 // check validates the outputs a snapshot holds: those of a pair of routing
-// j on generation gen.
-func (r *Run) check(snap func() (*ll.Outputs, error), j, gen int) (Check, error) {
+// j on generation gen (active: Validator's).
+func (r *Run) check(snap func() (*ll.Outputs, error), j, gen int, active []bool) (Check, error) {
 	out, err := snap()
 	if err != nil {
 		return Check{}, fmt.Errorf("reading outputs: %w", err)
 	}
-	return r.Validate(out, j, gen)
+	return r.Validate(out, j, gen, active)
 }
 
 // validate runs at least two consecutive pairs (both signal parities), each
@@ -169,7 +182,7 @@ func (r *Run) backToBackChecks(n, routings int, add func(Check, int)) error {
 			return err
 		}
 		if prev.snap != nil {
-			c, err := r.check(prev.snap, prev.j, prev.gen)
+			c, err := r.check(prev.snap, prev.j, prev.gen, nil)
 			if err != nil {
 				return err
 			}
@@ -180,7 +193,7 @@ func (r *Run) backToBackChecks(n, routings int, add func(Check, int)) error {
 	if err := errors.Join(b.Generation(0), b.Sync()); err != nil {
 		return err
 	}
-	c, err := r.check(prev.snap, prev.j, prev.gen)
+	c, err := r.check(prev.snap, prev.j, prev.gen, nil)
 	if err != nil {
 		return err
 	}

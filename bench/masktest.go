@@ -39,7 +39,7 @@ const (
 // mask MaskSkipCombine too (where this rank waits for it: always with a
 // combine that waits for every rank, else when its tokens select that
 // rank); then the mask is cleaned. Bounded barriers separate the steps,
-// long enough for the waits that mask a rank. With ValidateMasked the step
+// long enough for the waits that mask a rank. With Validate the step
 // runs on token rows of its own with its outputs poisoned, and each rank
 // that combined checks its combine output against the reference with the
 // ranks its mask says are masked left out (their terms count as zero).
@@ -74,11 +74,10 @@ func (r *Run) maskTest() (*report.MaskRank, error) {
 	if err := step("barrier before it", bar.Wait("barrier before the active-mask test")); err != nil {
 		return nil, err
 	}
-	if r.ValidateMasked != nil {
+	if r.Validate != nil {
 		// As before a validated pair: every rank is between operations
 		// (the barrier above) when any poisons the areas peers write.
-		r.gen++
-		if err := step("poisoning outputs", errors.Join(b.Generation(r.gen), b.Poison(true), b.Sync())); err != nil {
+		if err := step("poisoning outputs", r.poisonForPair()); err != nil {
 			return nil, err
 		}
 		if err := step("barrier after poisoning", bar.Wait("barrier after poisoning for the active-mask test")); err != nil {
@@ -117,13 +116,13 @@ func (r *Run) maskTest() (*report.MaskRank, error) {
 		if out.Combine, err = read(want); err != nil {
 			return nil, step("reading the mask", err)
 		}
-		if r.ValidateMasked != nil {
+		if r.Validate != nil {
 			if out.CombineOutput, err = r.checkMasked(out.Combine.Mask); err != nil {
 				return nil, step("checking the combine output", err)
 			}
 		}
 	}
-	if r.ValidateMasked != nil {
+	if r.Validate != nil {
 		if err := step("token rows", b.Generation(0)); err != nil {
 			return nil, err
 		}
@@ -244,15 +243,11 @@ func (r *Run) checkMasked(mask []int) (*report.OutputCheck, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := snap()
-	if err != nil {
-		return nil, fmt.Errorf("reading outputs: %w", err)
-	}
 	active := make([]bool, len(mask))
 	for i, on := range mask {
 		active[i] = on == 1
 	}
-	c, err := r.ValidateMasked(o, 0, r.gen, active)
+	c, err := r.check(snap, 0, r.gen, active)
 	if err != nil {
 		return nil, err
 	}

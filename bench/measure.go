@@ -137,14 +137,7 @@ func Measure(w *World, cfg *config.Config, plat *Platform) (*report.Result, erro
 	}
 	if cfg.Validate || cfg.ValidateEvery > 0 {
 		check := validate.Validator(shape, cfg)
-		run.Validate = func(o *ll.Outputs, j, gen int) (Check, error) {
-			rep, err := check(o, j, gen)
-			return verdict(rep), err
-		}
-	}
-	if cfg.MaskTest {
-		check := validate.MaskedValidator(shape, cfg)
-		run.ValidateMasked = func(o *ll.Outputs, j, gen int, active []bool) (Check, error) {
+		run.Validate = func(o *ll.Outputs, j, gen int, active []bool) (Check, error) {
 			rep, err := check(o, j, gen, active)
 			return verdict(rep), err
 		}

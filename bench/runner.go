@@ -33,11 +33,7 @@ type Run struct {
 	Profiler *Profiler
 	Shape    *ll.Shape
 
-	Validate Validator // with -V
-	// ValidateMasked checks this rank's combine output of -T's masked step
-	// (routing j, generation gen), with the terms of the ranks active marks
-	// false left out; the dispatch is not checked. Nil: not checked.
-	ValidateMasked func(o *ll.Outputs, j, gen int, active []bool) (Check, error)
+	Validate Validator // with -V (and -T, which implies it)
 
 	barrier                   *Barrier // bounded by --timeout-ms
 	hostBarrier               *Barrier // after host work of uneven length
@@ -306,7 +302,7 @@ func (r *Run) timedBackToBack(m *Measurement, routings int) error {
 		// Checking allocates (the expected outputs): the collector runs
 		// while it does, or a long soak's checks pile their garbage up.
 		debug.SetGCPercent(r.gcPercent)
-		c, err := r.check(prev.snap, prev.j, prev.gen)
+		c, err := r.check(prev.snap, prev.j, prev.gen, nil)
 		debug.SetGCPercent(-1)
 		if err != nil {
 			return fmt.Errorf("validation after %d timed iterations: %w", prev.after, err)

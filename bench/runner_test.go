@@ -128,7 +128,7 @@ func runLoop(cfg *config.Config, failRank, failCheck int) (*Measurement, *fakeBa
 		c := mpi.World()
 		checks := 0
 		r := &Run{Cfg: cfg, Comm: c, Backend: b, Kernel: timer,
-			Validate: func(o *ll.Outputs, j, gen int) (Check, error) {
+			Validate: func(o *ll.Outputs, j, gen int, _ []bool) (Check, error) {
 				checks++
 				b.gcAtCheck = append(b.gcAtCheck, gcPercent())
 				if o.Out[0] != 1 {
@@ -255,7 +255,9 @@ func TestLoopTimedWindowsStartTogether(t *testing.T) {
 		}
 		b := &fakeBackend{timer: timer}
 		r := &Run{Cfg: loopConfig(6, 3), Comm: c, Backend: b, Kernel: timer,
-			Validate: func(*ll.Outputs, int, int) (Check, error) { return Check{DispatchOK: true, CombineOK: true}, nil }}
+			Validate: func(*ll.Outputs, int, int, []bool) (Check, error) {
+				return Check{DispatchOK: true, CombineOK: true}, nil
+			}}
 		if _, err = r.Loop(); err != nil {
 			return
 		}

@@ -372,16 +372,16 @@ func TestValidatorMatchesCheck(t *testing.T) {
 	cfg := &config.Config{Seed: 7, DispatchDtype: in.Dtype, CombineMode: in.Mode}
 	v := Validator(in.Shape, cfg)
 	o := buildOutputs(t, in)
-	c, err := v(o, 0, 0)
+	c, err := v(o, 0, 0, nil)
 	if err != nil || !c.DispatchOK || !c.CombineOK || c.First != "" {
 		t.Fatalf("routing 0: %+v, %v", c, err)
 	}
 	// Routing 1 is another table: the same outputs no longer match.
-	if c, err := v(o, 1, 0); err != nil || c.DispatchOK || !strings.HasPrefix(c.First, "rank 1, expert") {
+	if c, err := v(o, 1, 0, nil); err != nil || c.DispatchOK || !strings.HasPrefix(c.First, "rank 1, expert") {
 		t.Errorf("routing 1: %+v, %v", c, err)
 	}
 	o.Out[5] ^= 1
-	if c, _ := v(o, 0, 0); c.CombineOK || !strings.HasPrefix(c.First, "rank 1, token 0, column 5: ") {
+	if c, _ := v(o, 0, 0, nil); c.CombineOK || !strings.HasPrefix(c.First, "rank 1, token 0, column 5: ") {
 		t.Errorf("corrupted output: %+v", c)
 	}
 }

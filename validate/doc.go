@@ -40,7 +40,7 @@
 // A token without a valid selection expects zeros. The comparison is exact.
 //
 // With a mask of active ranks (Input.Active, -T's masked step, checked by
-// MaskedValidator) every term a masked rank would have sent is left out: its
+// Validator given the mask) every term a masked rank would have sent is left out: its
 // partial, or its slots' rows; the dispatch is then not checked. A valid
 // weight is then one of a slot on an active rank, for CalcDiff below too.
 //

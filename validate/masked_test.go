@@ -108,11 +108,11 @@ func TestActiveRejectsBadMasks(t *testing.T) {
 	assert.Contains(t, rep.First, "rank 1 is masked in the mask it is checked with")
 }
 
-func TestMaskedValidator(t *testing.T) {
+func TestValidatorWithAMask(t *testing.T) {
 	in := randomInput(t, 0, config.DtypeFP8E4M3, config.RankLocalReduce)
 	cfg := &config.Config{Seed: 7, DispatchDtype: in.Dtype, CombineMode: in.Mode}
 	o := buildOutputs(t, in)
-	v := MaskedValidator(in.Shape, cfg)
+	v := Validator(in.Shape, cfg)
 	c, err := v(o, 0, 0, nil)
 	require.NoError(t, err)
 	assert.True(t, c.DispatchOK && c.CombineOK, "no mask: the ordinary check, %+v", c)
@@ -179,12 +179,12 @@ func TestActiveSkipsMaskedRanksBetween(t *testing.T) {
 
 // With -D the mask test's combine output is checked all the same: the
 // step runs a combine either way.
-func TestMaskedValidatorDispatchOnly(t *testing.T) {
+func TestValidatorWithAMaskDispatchOnly(t *testing.T) {
 	in := randomInput(t, 0, config.DtypeBF16, config.RankLocalReduce)
 	cfg := &config.Config{Seed: 7, DispatchDtype: in.Dtype, CombineMode: in.Mode, DispatchOnly: true}
 	o := buildOutputs(t, in)
 	o.Out[3] ^= 1
-	v := MaskedValidator(in.Shape, cfg)
+	v := Validator(in.Shape, cfg)
 	c, err := v(o, 0, 0, []bool{true, true})
 	require.NoError(t, err)
 	assert.False(t, c.CombineOK, "a wrong output passed")

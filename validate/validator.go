@@ -12,17 +12,12 @@ import (
 // on the token rows of generation gen, for a job of shape running cfg. It
 // regenerates every rank's topk_idx of routing j from cfg.Seed
 // (RoutingTopK, once per routing) and this rank's weights (routing.Weights),
-// so it needs no communication, and runs Check. The verdict is this rank's
-// (the runner reduces it over ranks: bench.GlobalVerdicts).
-func Validator(shape ll.Shape, cfg *config.Config) func(o *ll.Outputs, j, gen int) (Report, error) {
-	v := newValidator(shape, cfg)
-	return func(o *ll.Outputs, j, gen int) (Report, error) { return v.check(o, j, gen, nil) }
-}
-
-// MaskedValidator is Validator for -T's masked step: the combine output of
-// a pair that ran with the mask of active ranks active (Input.Active), the
-// dispatch not checked.
-func MaskedValidator(shape ll.Shape, cfg *config.Config) func(o *ll.Outputs, j, gen int, active []bool) (Report, error) {
+// so it needs no communication, and runs Check. active is nil, or -T's mask
+// of active ranks the pair ran with (Input.Active: the combine output checked
+// with the masked ranks' terms left out, the dispatch not checked). The
+// verdict is this rank's (the runner reduces it over ranks:
+// bench.GlobalVerdicts).
+func Validator(shape ll.Shape, cfg *config.Config) func(o *ll.Outputs, j, gen int, active []bool) (Report, error) {
 	return newValidator(shape, cfg).check
 }
 
