@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -170,70 +169,18 @@ const maskDetailBytes = 240
 // gatherMaskTest collects every rank's part of the active-mask test (the
 // same on every rank). Collective.
 func gatherMaskTest(c *mpi.Comm, me *report.MaskRank) (*report.MaskTest, error) {
-	n := c.Size()
-	// Each of the dispatch, combine and clean checks: whether it ran, the
-	// mask read, the mask wanted (n entries each: maskTest checked); then
-	// the combine output check: 0 not run, 1 passed, 2 failed (its first
-	// difference gathered apart, cut to maskDetailBytes).
-	one := 1 + 2*n
-	enc := make([]int32, 0, 3*one+1)
-	for _, ch := range []*report.MaskCheck{me.Dispatch, me.Combine, &me.Clean} {
-		if ch == nil {
-			enc = append(enc, make([]int32, one)...)
-			continue
-		}
-		enc = append(enc, 1)
-		for _, v := range slices.Concat(ch.Mask, ch.Want) {
-			enc = append(enc, int32(v))
-		}
+	mine := *me
+	if o := me.CombineOutput; o != nil && len(o.First) > maskDetailBytes {
+		mine.CombineOutput = &report.OutputCheck{OK: o.OK, First: o.First[:maskDetailBytes]}
 	}
-	detail := make([]byte, maskDetailBytes)
-	switch o := me.CombineOutput; {
-	case o == nil:
-		enc = append(enc, 0)
-	case o.OK:
-		enc = append(enc, 1)
-	default:
-		enc = append(enc, 2)
-		copy(detail, o.First)
-	}
-	all, err := c.AllgatherInt32(enc)
+	// Room for three checks of two masks of n entries ("0," each), the
+	// detail (escaped: up to 6 bytes a byte) and the field names.
+	slot := 512 + 3*2*2*c.Size() + 6*maskDetailBytes
+	all, err := GatherJSON(c, mine, slot)
 	if err != nil {
 		return nil, fmt.Errorf("gathering the active-mask test: %w", err)
 	}
-	details, err := c.AllgatherBytes(detail)
-	if err != nil {
-		return nil, fmt.Errorf("gathering the active-mask test: %w", err)
-	}
-	per := 3*one + 1
-	ints := func(w []int32) []int {
-		o := make([]int, len(w))
-		for i, x := range w {
-			o[i] = int(x)
-		}
-		return o
-	}
-	out := &report.MaskTest{}
-	for r := range n {
-		mine := all[r*per : (r+1)*per]
-		checks := make([]*report.MaskCheck, 3)
-		for i := range checks {
-			w := mine[i*one : (i+1)*one]
-			if w[0] != 0 {
-				checks[i] = &report.MaskCheck{Mask: ints(w[1 : 1+n]), Want: ints(w[1+n:])}
-			}
-		}
-		rank := report.MaskRank{Rank: r, Dispatch: checks[0], Combine: checks[1], Clean: *checks[2]}
-		if st := mine[3*one]; st != 0 {
-			d := details[r*maskDetailBytes : (r+1)*maskDetailBytes]
-			if i := bytes.IndexByte(d, 0); i >= 0 {
-				d = d[:i]
-			}
-			rank.CombineOutput = &report.OutputCheck{OK: st == 1, First: string(d)}
-		}
-		out.Ranks = append(out.Ranks, rank)
-	}
-	return out, nil
+	return &report.MaskTest{Ranks: all}, nil
 }
 
 // checkMasked checks this rank's combine output of the masked step against

@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -21,33 +20,6 @@ type rankDevice struct {
 // slot is the fixed size of one rank's record in the all-gather.
 const slot = 2048
 
-func gatherJSON[T any](w *bench.World, v T) ([]T, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > slot {
-		return nil, fmt.Errorf("record of %d bytes exceeds %d", len(b), slot)
-	}
-	buf := make([]byte, slot)
-	copy(buf, b)
-	all, err := w.Comm.AllgatherBytes(buf)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]T, w.Size)
-	for r := range out {
-		rec := all[r*slot : (r+1)*slot]
-		if i := strings.IndexByte(string(rec), 0); i >= 0 {
-			rec = rec[:i]
-		}
-		if err := json.Unmarshal(rec, &out[r]); err != nil {
-			return nil, fmt.Errorf("rank %d record: %w", r, err)
-		}
-	}
-	return out, nil
-}
-
 // Devices prints each rank's GPU and its peers' reachability (rank 0
 // writes; collective). It fails where a rank has no GPU or cannot reach a
 // peer by P2P.
@@ -60,7 +32,7 @@ func (Hooks) Devices(w *bench.World, out io.Writer) error {
 		defer dev.Close()
 		me.GPU = dev.Info
 	}
-	all, err := gatherJSON(w, me)
+	all, err := bench.GatherJSON(w.Comm, me, slot)
 	if err != nil {
 		return fmt.Errorf("devices: exchanging GPU records: %v", err)
 	}
@@ -78,7 +50,7 @@ func (Hooks) Devices(w *bench.World, out io.Writer) error {
 			p2p[r] = 0
 		}
 	}
-	matrix, err := gatherJSON(w, p2p)
+	matrix, err := bench.GatherJSON(w.Comm, p2p, slot)
 	if err != nil {
 		return fmt.Errorf("devices: exchanging P2P results: %v", err)
 	}

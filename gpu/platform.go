@@ -45,7 +45,7 @@ func (Hooks) Platform(w *bench.World, cfg *config.Config) (*bench.Platform, erro
 	}
 	t0 := time.Now()
 	me := rankDevice{Rank: w.Rank, LocalRank: w.LocalRank, Host: w.Host, GPU: dev.Info}
-	all, err := gatherJSON(w, me)
+	all, err := bench.GatherJSON(w.Comm, me, slot)
 	if err != nil {
 		return nil, fmt.Errorf("exchanging GPU records: %w", err)
 	}
