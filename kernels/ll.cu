@@ -632,6 +632,67 @@ __device__ __forceinline__ void for_local_rows(const LLArgs& a, unsigned local, 
     }
 }
 
+// Whether the lines combine's own partial is summed by
+// for_local_rows_rolling: only in a module of the lines combine, the one
+// that runs that path. Elsewhere the path is dead code, but instantiating
+// it there still moved the other modules' register allocation.
+#if !defined(EPBENCH_COMBINE_PROTO) || EPBENCH_COMBINE_PROTO == 2
+constexpr bool kRollOwnRows = true;
+#else
+constexpr bool kRollOwnRows = false;
+#endif
+
+// for_local_rows with each of the kBatch slots taking the next row as soon
+// as its own is used: the next rows' loads start while the other slots'
+// rows are added, not once the whole batch is (the lines combine's own
+// partial, kernels v51 in docs/PERF.md). Warp-uniform.
+template <bool kRowPtr = false, typename F>
+__device__ __forceinline__ void for_local_rows_rolling(const LLArgs& a, unsigned local, int64_t my_row, float my_w,
+                                                       const int v[kVecPerLane], F use) {
+    const uint4* const my_ptr =
+        kRowPtr ? reinterpret_cast<const uint4*>(a.y + (my_row < 0 ? 0 : my_row) * a.hidden) : nullptr;
+    YRaw raw[kBatch][kVecPerLane];
+    float wb[kBatch];
+    int kb[kBatch];
+    unsigned m = local;
+    auto take = [&](int b) {  // the next selection's row into slot b
+        const int k = __ffs(m) - 1;
+        m &= m - 1;
+        kb[b] = k;
+        wb[b] = __shfl_sync(0xffffffffu, my_w, k);
+        if (kRowPtr && !a.fp8) {
+            const uint4* const p = reinterpret_cast<const uint4*>(
+                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(my_ptr), k));
+#pragma unroll
+            for (int u = 0; u < kVecPerLane; u++)
+                if (v[u] >= 0) raw[b][u].v = __ldg(p + v[u]);
+        } else {
+            load_y(a, __shfl_sync(0xffffffffu, my_row, k), v, raw[b]);
+        }
+    };
+    // Slots 0 .. nb-1 hold rows in top-k order (refilled in slot order).
+    int nb = 0;
+#pragma unroll
+    for (int b = 0; b < kBatch; b++) {
+        if (m == 0) break;
+        take(b);
+        nb = b + 1;
+    }
+    while (nb > 0) {
+        int refilled = 0;
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+            if (b >= nb) break;
+            use(kb[b], wb[b], raw[b]);
+            if (m != 0) {
+                take(b);
+                refilled = b + 1;
+            }
+        }
+        nb = refilled;
+    }
+}
+
 // The lowest rank above prev that holds one of the token's selections (lane
 // k: the rank of selection k, UINT_MAX for none), UINT_MAX when there is
 // none: rank_local_reduce's terms, in the order they are added.
@@ -650,14 +711,33 @@ __device__ __forceinline__ unsigned own_prefix(unsigned own, int e) {
 }
 
 // Whether this rank's partial is a token's whole sum (rank_local_reduce and
-// rank-major): the token has a selection, and every one is on this rank
-// (lane k holds selection k's expert, -1 for none and for k >= K). Read from
+// rank-major): the token has a selection, and every one is on this rank, of
+// experts [lo, hi) (lane k holds selection k's expert, -1 for none and for
+// k >= K). Read from
 // the routing alone, never from the -T mask, which a warp that gives up on a
 // peer changes during the launch: the worker and source warps of an item
 // must decide alike. (A token with a masked peer's selection is left to the
 // hand-over, where that peer's term counts as zero.) Warp-collective.
-__device__ __forceinline__ bool only_own_term(int e, int L, int rank) {
-    return __ballot_sync(0xffffffffu, e >= 0) != 0 && __ballot_sync(0xffffffffu, e >= 0 && e / L != rank) == 0;
+__device__ __forceinline__ bool only_own_term(int e, int lo, int hi) {
+    return __ballot_sync(0xffffffffu, e >= 0) != 0 && __ballot_sync(0xffffffffu, e >= 0 && (e < lo || e >= hi)) == 0;
+}
+
+// The output of a token whose only term is this rank's fp32 partial p
+// (only_own_term), as the source side adds the ranks' bf16 partials from
+// zero: bf16(0 + bf16(p)). Adding to +0 changes one bf16 value, -0, which
+// becomes +0 (p itself is never -0, a sum from +0, but a tiny negative p
+// rounds to it); so each half that is -0 is cleared instead.
+__device__ __forceinline__ uint4 own_only_out(const float p[8]) {
+    uint4 d = pack8(p);
+    uint32_t* w = reinterpret_cast<uint32_t*>(&d);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        // bit 15 (31) set where the lower (upper) half's magnitude is not 0;
+        // a half's magnitude plus 0x7fff never carries into the next.
+        const uint32_t nonzero = (w[i] & 0x7fff7fffu) + 0x7fff7fffu;
+        w[i] &= nonzero | 0x7fff7fffu;
+    }
+    return d;
 }
 
 // acc += w * the decoded vectors in raw (the fp32 steps of the CPU reference).
@@ -709,8 +789,12 @@ __device__ __forceinline__ void local_partial(const LLArgs& a, unsigned local, i
         if (local != 0) slot_partial(a, local, my_row, my_w, v, acc);
         return;
     }
-    for_local_rows<kRowPtr>(a, local, my_row, my_w, v,
-                            [&](int, float w, const YRaw* raw) { add_weighted(a, acc, w, raw); });
+    if constexpr (kRowPtr && kRollOwnRows)
+        for_local_rows_rolling<true>(a, local, my_row, my_w, v,
+                                     [&](int, float w, const YRaw* raw) { add_weighted(a, acc, w, raw); });
+    else
+        for_local_rows<kRowPtr>(a, local, my_row, my_w, v,
+                                [&](int, float w, const YRaw* raw) { add_weighted(a, acc, w, raw); });
 }
 
 // Expert side of combine for one work item: row slice `slice` of the slot
@@ -846,16 +930,11 @@ __device__ __forceinline__ void combine_item(const LLArgs& a, uint64_t self, int
     // is written here, as the source warp would add it (0 + the bf16
     // partial), and nothing is handed over; the source warp decides the
     // same from the same routing and skips the item.
-    if (hand != nullptr && only_own_term(e, L, a.rank)) {
+    if (hand != nullptr && only_own_term(e, lo, hi)) {
         uint4* out = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
 #pragma unroll
-        for (int u = 0; u < kVecPerLane; u++) {
-            float f[8];
-            unpack8(pack8(acc[u]), f);
-#pragma unroll
-            for (int j = 0; j < 8; j++) f[j] = __fadd_rn(0.f, f[j]);
-            if (v[u] >= 0) out[v[u]] = pack8(f);
-        }
+        for (int u = 0; u < kVecPerLane; u++)
+            if (v[u] >= 0) out[v[u]] = own_only_out(acc[u]);
         return;
     }
     const uint64_t row = (uint64_t)a.rank * T + t;
@@ -995,7 +1074,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // the others, so no warp waits for the ticket ---
     const int sgwarp = (inl || lines ? warp : (warp + kWarps - 1) % kWarps) * gridDim.x + blockIdx.x;
     // The routing of each warp's first token, with the rows dispatch gave
-    // its selections on this rank, is loaded before the wait.
+    // its selections on this rank, is loaded before the wait. Inline and
+    // lines, where no wait follows, check its expert id where the item
+    // starts (first_id), so that no instruction waits for the loads before
+    // then; fenced, here (first_e).
+    int64_t first_id = -1;
     int first_e = -1, first_pos = 0;
     float first_w = 0.f;
     int first_t = 0, first_slice = 0;  // lanes below K: the first item's token and slice
@@ -1003,7 +1086,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         int t, slice;
         item_split(sgwarp, src_slices, t, slice);
         first_t = t, first_slice = slice;
-        own_selection(a, t, lane, K, R, L, &first_e, &first_w);
+        if (inl || lines) {
+            first_id = a.topk_idx[(int64_t)t * K + lane];
+            first_w = a.topk_w[(int64_t)t * K + lane];
+        } else {
+            own_selection(a, t, lane, K, R, L, &first_e, &first_w);
+        }
         if (!inl) first_pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
     }
     if (!inl && !lines) {
@@ -1032,15 +1120,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // rows the expert side reads), the selection's row among its expert's
     // rows if it is on this rank; all in one round trip, the warp's first
     // item's loaded before the wait.
+    // item_vecs: with the lines protocol, the lines of a slice as a peer
+    // sends them, or plain slices at one rank (line_items, src_slices).
     auto item_start = [&](int item, int t, int slice, int* e, float* wk, int* pos, int v[kVecPerLane]) {
-        *e = first_e;
+        *e = inl || lines ? expert_or_none(first_id, R * L) : first_e;
         *wk = first_w;
         *pos = first_pos;
         if (item != sgwarp && lane < K) {
             own_selection(a, t, lane, K, R, L, e, wk);
             if (!inl) *pos = __ldcg(a.row_pos + ((int64_t)a.rank * T + t) * K + lane);
         }
-        item_vecs(slice, lines, vec_per_row, nl, v);
+        item_vecs(slice, line_items, vec_per_row, nl, v);
     };
     // The lane's own-rank row of a selection (rank-major: the token's slot),
     // -1 for a selection elsewhere.
@@ -1048,13 +1138,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         if (e < lo || e >= hi) return -1;
         return rank_major(a) ? pos : (int64_t)(e - lo) * rows_per_expert + pos;
     };
-    // The item's output vectors.
-    auto item_store = [&](int item, int t, const int v[kVecPerLane], const float acc[kVecPerLane][8]) {
+    // The item's output vectors, vector u being out(u).
+    auto item_put = [&](int item, int t, const int v[kVecPerLane], auto out) {
         if (item == sgwarp) EPBENCH_TRACE_BY(a, 6, inl || lines ? 0 : kWarp);  // the block's source-side warp 0
         uint4* to = reinterpret_cast<uint4*>(a.out + (int64_t)t * H);
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++)
-            if (v[u] >= 0) to[v[u]] = pack8(acc[u]);
+            if (v[u] >= 0) to[v[u]] = out(u);
+    };
+    auto item_store = [&](int item, int t, const int v[kVecPerLane], const float acc[kVecPerLane][8]) {
+        item_put(item, t, v, [&](int u) { return pack8(acc[u]); });
     };
     // Lines (rank_local_reduce): the own rank's partial is computed here from
     // its expert outputs, rounded to bf16 as a peer's is, while the peers'
@@ -1072,27 +1165,23 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         int e, pos, v[kVecPerLane];
         float wk;
         item_start(item, t, slice, &e, &wk, &pos, v);
-        if (!line_items) item_vecs(slice, false, vec_per_row, nl, v);
         const int64_t my_row = own_row(e, pos);
         float own[kVecPerLane][8];
         local_partial<true>(a, __ballot_sync(0xffffffffu, my_row >= 0), my_row, wk, v, own);
+        // A token whose every selection is on this rank (at one rank, every
+        // token; only_own_term): its sum is the own partial alone, added as
+        // below (own_only_out), with no rank order to find and no peer to
+        // wait for.
+        if (only_own_term(e, lo, hi)) {
+            item_put(item, t, v, [&](int u) { return own_only_out(own[u]); });
+            continue;
+        }
         float acc[kVecPerLane][8];
 #pragma unroll
         for (int u = 0; u < kVecPerLane; u++) {
             unpack8(pack8(own[u]), own[u]);
 #pragma unroll
             for (int j = 0; j < 8; j++) acc[u][j] = 0.f;
-        }
-        // A token whose every selection is on this rank (at one rank, every
-        // token; only_own_term): its sum is the own partial alone, added as
-        // below, with no rank order to find and no peer to wait for.
-        if (only_own_term(e, L, a.rank)) {
-#pragma unroll
-            for (int u = 0; u < kVecPerLane; u++)
-#pragma unroll
-                for (int j = 0; j < 8; j++) acc[u][j] = __fadd_rn(acc[u][j], own[u][j]);
-            item_store(item, t, v, acc);
-            continue;
         }
         // -T: a masked rank's partial is left out.
         const unsigned my_rank = e >= 0 && !masked(a.active, e / L) ? (unsigned)(e / L) : UINT_MAX;
@@ -1136,7 +1225,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         int e, pos, v[kVecPerLane];
         float wk;
         item_start(item, t, slice, &e, &wk, &pos, v);
-        if (!line_items) item_vecs(slice, false, vec_per_row, nl, v);
         const int64_t my_row = own_row(e, pos);
         float acc[kVecPerLane][8];
 #pragma unroll
@@ -1254,7 +1342,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
         const unsigned my_rank = sel ? (unsigned)(e / L) : UINT_MAX;
         // A handed-over item whose token's only term is this rank's partial
         // (only_own_term): its worker warp writes the output (combine_item).
-        if (per_rank(a) && handing && item < hand_items && only_own_term(e, L, a.rank)) continue;
+        if (per_rank(a) && handing && item < hand_items && only_own_term(e, lo, hi)) continue;
         int prev = -1;          // rank_local_reduce: the last rank taken
         unsigned left = valid;  // direct_send: the selections not taken yet
         auto next_term = [&](int* row, int* rank, float* w) {
