@@ -593,14 +593,36 @@ __device__ __forceinline__ void line_put(uint4* row, int line, int nlines, uint4
 // (bit k: lane k holds the selection's expert output row my_row and its
 // weight my_w) in top-k order, kBatch rows' loads in flight at a time, raw
 // holding the lane's vectors v of the row. Warp-uniform.
+// The row loads of for_local_rows and for_local_rows_rolling. kRowPtr (a
+// bf16 dispatch): the lane of each selection forms its row's address once
+// (row_ptr), and a row's loads take it by two shuffles instead of each lane
+// multiplying out the row's offset.
+template <bool kRowPtr>
+__device__ __forceinline__ const uint4* row_ptr(const LLArgs& a, int64_t my_row) {
+    return kRowPtr ? reinterpret_cast<const uint4*>(a.y + (my_row < 0 ? 0 : my_row) * a.hidden) : nullptr;
+}
+
+// Starts the loads of the lane's vectors v of selection k's row into raw
+// (lane k holds its row my_row, and with kRowPtr its address my_ptr).
+// Warp-uniform.
+template <bool kRowPtr>
+__device__ __forceinline__ void start_row(const LLArgs& a, int k, int64_t my_row, const uint4* my_ptr,
+                                          const int v[kVecPerLane], YRaw raw[kVecPerLane]) {
+    if (kRowPtr && !a.fp8) {
+        const uint4* const p = reinterpret_cast<const uint4*>(
+            __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(my_ptr), k));
+#pragma unroll
+        for (int u = 0; u < kVecPerLane; u++)
+            if (v[u] >= 0) raw[u].v = __ldg(p + v[u]);
+    } else {
+        load_y(a, __shfl_sync(0xffffffffu, my_row, k), v, raw);
+    }
+}
+
 template <bool kRowPtr = false, typename F>
 __device__ __forceinline__ void for_local_rows(const LLArgs& a, unsigned local, int64_t my_row, float my_w,
                                                const int v[kVecPerLane], F use) {
-    // kRowPtr (a bf16 dispatch): the lane of each selection forms its row's
-    // address once, and a row's loads take it by two shuffles instead of
-    // each lane multiplying out the row's offset.
-    const uint4* const my_ptr =
-        kRowPtr ? reinterpret_cast<const uint4*>(a.y + (my_row < 0 ? 0 : my_row) * a.hidden) : nullptr;
+    const uint4* const my_ptr = row_ptr<kRowPtr>(a, my_row);
     for (unsigned m = local; m;) {
         YRaw raw[kBatch][kVecPerLane];
         float wb[kBatch];
@@ -613,15 +635,7 @@ __device__ __forceinline__ void for_local_rows(const LLArgs& a, unsigned local, 
             m &= m - 1;
             kb[b] = k;
             wb[b] = __shfl_sync(0xffffffffu, my_w, k);
-            if (kRowPtr && !a.fp8) {
-                const uint4* const p = reinterpret_cast<const uint4*>(
-                    __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(my_ptr), k));
-#pragma unroll
-                for (int u = 0; u < kVecPerLane; u++)
-                    if (v[u] >= 0) raw[b][u].v = __ldg(p + v[u]);
-            } else {
-                load_y(a, __shfl_sync(0xffffffffu, my_row, k), v, raw[b]);
-            }
+            start_row<kRowPtr>(a, k, my_row, my_ptr, v, raw[b]);
             nb = b + 1;
         }
 #pragma unroll
@@ -649,8 +663,7 @@ constexpr bool kRollOwnRows = false;
 template <bool kRowPtr = false, typename F>
 __device__ __forceinline__ void for_local_rows_rolling(const LLArgs& a, unsigned local, int64_t my_row, float my_w,
                                                        const int v[kVecPerLane], F use) {
-    const uint4* const my_ptr =
-        kRowPtr ? reinterpret_cast<const uint4*>(a.y + (my_row < 0 ? 0 : my_row) * a.hidden) : nullptr;
+    const uint4* const my_ptr = row_ptr<kRowPtr>(a, my_row);
     YRaw raw[kBatch][kVecPerLane];
     float wb[kBatch];
     int kb[kBatch];
@@ -660,15 +673,7 @@ __device__ __forceinline__ void for_local_rows_rolling(const LLArgs& a, unsigned
         m &= m - 1;
         kb[b] = k;
         wb[b] = __shfl_sync(0xffffffffu, my_w, k);
-        if (kRowPtr && !a.fp8) {
-            const uint4* const p = reinterpret_cast<const uint4*>(
-                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(my_ptr), k));
-#pragma unroll
-            for (int u = 0; u < kVecPerLane; u++)
-                if (v[u] >= 0) raw[b][u].v = __ldg(p + v[u]);
-        } else {
-            load_y(a, __shfl_sync(0xffffffffu, my_row, k), v, raw[b]);
-        }
+        start_row<kRowPtr>(a, k, my_row, my_ptr, v, raw[b]);
     };
     // Slots 0 .. nb-1 hold rows in top-k order (refilled in slot order).
     int nb = 0;
@@ -725,8 +730,9 @@ __device__ __forceinline__ bool only_own_term(int e, int lo, int hi) {
 // The output of a token whose only term is this rank's fp32 partial p
 // (only_own_term), as the source side adds the ranks' bf16 partials from
 // zero: bf16(0 + bf16(p)). Adding to +0 changes one bf16 value, -0, which
-// becomes +0 (p itself is never -0, a sum from +0, but a tiny negative p
-// rounds to it); so each half that is -0 is cleared instead.
+// becomes +0 (bf16(p) is -0 where a tiny negative sum rounds to it, or, in
+// rank-major, where the row itself holds -0); so each half that is -0 is
+// cleared instead. A NaN stays a NaN (its bits may differ from the sum's).
 __device__ __forceinline__ uint4 own_only_out(const float p[8]) {
     uint4 d = pack8(p);
     uint32_t* w = reinterpret_cast<uint32_t*>(&d);
