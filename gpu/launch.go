@@ -69,7 +69,7 @@ func (b *Backend) selectKernels() error {
 		return err
 	}
 	b.cur, b.curD, b.curC = l, d, c
-	v.SetArgs(&b.args)
+	l.SetArgs(&b.args)
 	return nil
 }
 

@@ -20,7 +20,7 @@ type Args struct {
 	CombineMode, FP8, InlineProto, CombineProto int32
 	Epoch                                       int32
 	Flags                                       int32 // Flag*
-	Reserved                                    int32
+	Grid                                        int32 // the launch's blocks (gridDim.x; Launch.SetArgs)
 	Y, Out, RowPos                              uint64
 	OffInlineCombine, OffInlineDispatch         uint64
 	TokensOf                                    uint64 // 0, or int32 [R]: the tokens each rank dispatches
@@ -115,7 +115,7 @@ func (a *Args) Put(b []byte) {
 	}
 	u64(a.Peers, a.X, a.TopkIdx, a.TopkW, a.Clock, a.Trace, a.TimeoutNs, a.JitterNs)
 	i32(a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalExperts, a.OwnTokens, a.CombineMode, a.FP8, a.InlineProto,
-		a.CombineProto, a.Epoch, a.Flags, a.Reserved)
+		a.CombineProto, a.Epoch, a.Flags, a.Grid)
 	u64(a.Y, a.Out, a.RowPos, a.OffInlineCombine, a.OffInlineDispatch, a.TokensOf, a.Active, a.OffCombineRecv,
 		a.OffCombineSignal, a.RecvScales, a.Err, a.Expect, a.RecvX, a.RecvCount, a.OffDispatchRecv, a.SrcInfo, a.LayoutRange,
 		a.RecvTopkIdx, a.RecvTopkW, a.OffDispatchSignal, a.OffDispatchCounts, a.OffInlineCounts)

@@ -978,8 +978,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // Warps are numbered across the blocks first (warp w of the grid is warp
     // w / grid of block w % grid), so a small operation's items land on as
     // many SMs as there are items: one SM stores only ~20 GB/s over NVLink.
-    const int gwarp = warp * gridDim.x + blockIdx.x;
-    const int nwarps = gridDim.x * kWarps;
+    // The grid is read from the argument block, not from gridDim, whose
+    // constant line (the driver's) was one more serial miss on the path to
+    // the first item (docs/PERF.md, kernels v53); the dispatch, which gained
+    // nothing from it, keeps gridDim.
+    const int gwarp = warp * a.grid + blockIdx.x;
+    const int nwarps = a.grid * kWarps;
 
     // --- expert side: one warp per received (peer, token, row slice),
     // sources from rank+1 on; fenced, the last block releases the peers.
@@ -1005,7 +1009,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     const int src_slices = lines && !line_items ? (vec_per_row + kSliceVecs - 1) / kSliceVecs : slices;
     // Blocks with items take a ticket for the peers' release; block 0 takes
     // one even without items (a rank without peers' tokens still releases).
-    const uint64_t peer_blocks = max(1, min((int)gridDim.x, peer_items));
+    const uint64_t peer_blocks = max(1, min(a.grid, peer_items));
     const bool peer_worked = blockIdx.x < peer_blocks;
     uint64_t* const signal = at<uint64_t>(self, a.off_combine_signal);
     __shared__ int failed;  // fenced: a wait for a peer gave up
@@ -1021,7 +1025,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     __shared__ uint4 hand_part[kWarps - 1][kWarp][kHandVecs];
     __shared__ int hand_ready[kWarps - 1];
     const bool handing = inl;
-    const int hand_items = gridDim.x * (kWarps - 1);  // items [0, hand_items) hand their own part over
+    const int hand_items = a.grid * (kWarps - 1);  // items [0, hand_items) hand their own part over
     if (handing && threadIdx.x < kWarps - 1) hand_ready[threadIdx.x] = 0;
     for (int item = gwarp; item < peer_items; item += nwarps) {
         int st, slice;
@@ -1052,8 +1056,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
             EPBENCH_TRACE(a, 2);
         }
         if (inl && warp > 0) {
-            const int nw = gridDim.x * (kWarps - 1);
-            for (int item = (warp - 1) * gridDim.x + blockIdx.x; item < own_n * slices; item += nw) {
+            const int nw = a.grid * (kWarps - 1);
+            for (int item = (warp - 1) * a.grid + blockIdx.x; item < own_n * slices; item += nw) {
                 const bool hand = handing && item < hand_items;  // the warp's first item
                 int t, slice;
                 item_split(item, slices, t, slice);
@@ -1078,7 +1082,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) epbench_ll_combine(con
     // last block's warp 0 made the releases): it waits for the peers by
     // itself and takes the source side's last items, while warp 1 waits for
     // the others, so no warp waits for the ticket ---
-    const int sgwarp = (inl || lines ? warp : (warp + kWarps - 1) % kWarps) * gridDim.x + blockIdx.x;
+    const int sgwarp = (inl || lines ? warp : (warp + kWarps - 1) % kWarps) * a.grid + blockIdx.x;
     // The routing of each warp's first token, with the rows dispatch gave
     // its selections on this rank, is loaded before the wait. Inline and
     // lines, where no wait follows, check its expert id where the item

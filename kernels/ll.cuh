@@ -37,7 +37,7 @@ struct LLArgs {
     int32_t combine_proto;     // the combine's signalling: kProtoFenced, kProtoInline or kProtoLines
     int32_t epoch;             // call number, tags dispatch messages so stale slots are ignored
     int32_t flags;             // kFlag*
-    int32_t reserved;          // 0
+    int32_t grid;              // the launch's blocks, gridDim.x, which the combine reads from here (docs/PERF.md, kernels v53)
     const __nv_bfloat16* y;    // [L, R*T, H] combine input (expert outputs)
     __nv_bfloat16* out;        // [T, H] combine output
     int* row_pos;              // [R, T, K] row of selection (s, t, k) inside its expert (internal)

@@ -247,6 +247,15 @@ type Launch struct {
 	DispatchShared, CombineShared int // dynamic shared memory, bytes
 }
 
+// SetArgs sets the fields of a that follow from the launch: its variant's
+// (Variant.SetArgs) and the grid, which the combine reads from the argument
+// block rather than from gridDim (docs/PERF.md, kernels v53), so a launch
+// must pass the grid SetArgs set.
+func (l Launch) SetArgs(a *Args) {
+	l.Variant.SetArgs(a)
+	a.Grid = int32(l.Grid)
+}
+
 // Launch is the launch of operations of `tokens` ≤ Cfg.Tokens tokens per
 // rank at most, of which this rank dispatches own (0..tokens): the variant
 // of their protocols, dtype, mode and layout (the same on every rank), the

@@ -258,6 +258,34 @@ func TestRankMajorPlan(t *testing.T) {
 	}
 }
 
+// A launch's arguments carry its grid, at every token count (inline
+// launches take fewer blocks), and its variant's fields.
+func TestLaunchSetArgsGrid(t *testing.T) {
+	p := plan(t, nil, Setup{LinesVerified: true})
+	grids := map[int]bool{}
+	for _, tokens := range []int{1, 2, 15, 16, 128} {
+		l, err := p.Launch(tokens, tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := Args{Grid: -1}
+		l.SetArgs(&a)
+		if a.Grid != int32(l.Grid) || l.Grid < 1 {
+			t.Errorf("%d tokens: Grid %d, launch grid %d", tokens, a.Grid, l.Grid)
+		}
+		var va Args
+		l.Variant.SetArgs(&va)
+		va.Grid = a.Grid
+		if va != a {
+			t.Errorf("%d tokens: SetArgs %+v, want the variant's fields %+v", tokens, a, va)
+		}
+		grids[l.Grid] = true
+	}
+	if len(grids) < 2 {
+		t.Errorf("grids %v: the token counts should give inline and full grids", grids)
+	}
+}
+
 // The symmetric layout of ep_bench's defaults on two ranks where lines are
 // verified, area by area.
 func TestSymLayoutOfTheDefaults(t *testing.T) {
