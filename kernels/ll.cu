@@ -589,10 +589,6 @@ __device__ __forceinline__ void line_put(uint4* row, int line, int nlines, uint4
                     fl ? (uint64_t)flag : (uint64_t)d.w << 32 | d.z);
 }
 
-// Calls use(k, w, raw) for each of the warp's local selections in `local`
-// (bit k: lane k holds the selection's expert output row my_row and its
-// weight my_w) in top-k order, kBatch rows' loads in flight at a time, raw
-// holding the lane's vectors v of the row. Warp-uniform.
 // The row loads of for_local_rows and for_local_rows_rolling. kRowPtr (a
 // bf16 dispatch): the lane of each selection forms its row's address once
 // (row_ptr), and a row's loads take it by two shuffles instead of each lane
@@ -619,6 +615,10 @@ __device__ __forceinline__ void start_row(const LLArgs& a, int k, int64_t my_row
     }
 }
 
+// Calls use(k, w, raw) for each of the warp's local selections in `local`
+// (bit k: lane k holds the selection's expert output row my_row and its
+// weight my_w) in top-k order, kBatch rows' loads in flight at a time, raw
+// holding the lane's vectors v of the row. Warp-uniform.
 template <bool kRowPtr = false, typename F>
 __device__ __forceinline__ void for_local_rows(const LLArgs& a, unsigned local, int64_t my_row, float my_w,
                                                const int v[kVecPerLane], F use) {
