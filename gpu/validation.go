@@ -43,13 +43,13 @@ type genRows struct {
 // slot by its weight sum first (kernels.FlagPrescale), as the CPU reference
 // does.
 func (b *Backend) Generation(g int) error {
-	b.args.Flags &^= kernels.FlagPrescale
+	b.args.SetFlag(kernels.FlagPrescale, false)
 	if g == 0 {
 		b.args.X = b.mem.x
 		return nil
 	}
 	if b.plan.RankMajor() {
-		b.args.Flags |= kernels.FlagPrescale
+		b.args.SetFlag(kernels.FlagPrescale, true)
 	}
 	s := b.shape
 	st := &b.stage
@@ -125,7 +125,7 @@ func (b *Backend) outputSpans() [][2]uint64 {
 		sp = append(sp, [2]uint64{m.recvTopkIdx, 4 * n.rows * n.k}, [2]uint64{m.recvTopkW, 4 * n.rows * n.k})
 	}
 	rows, H := n.rows, n.h
-	if b.args.FP8 != 0 {
+	if b.args.FP8() {
 		return append(sp, [2]uint64{m.recvX, rows * H}, [2]uint64{m.recvScales, 4 * rows * (H / 128)})
 	}
 	return append(sp, [2]uint64{m.recvX, 2 * rows * H})
@@ -170,7 +170,7 @@ func (b *Backend) Snapshot() (func() (*ll.Outputs, error), error) {
 	}
 	sn.busy = true
 	n := b.outputSizes()
-	fp8 := b.args.FP8 != 0
+	fp8 := b.args.FP8()
 	return func() (*ll.Outputs, error) {
 		defer func() { sn.busy = false }()
 		if err := b.waitEvent(sn.done); err != nil {

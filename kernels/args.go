@@ -9,45 +9,84 @@ import "encoding/binary"
 type Args struct {
 	// In LLArgs' order: what the kernels read first comes first (ll.cuh
 	// says why).
-	Peers, X, TopkIdx, TopkW                    uint64
-	Clock                                       uint64 // 0, or the device clock (ClockBytes)
-	Trace                                       uint64
-	TimeoutNs                                   uint64
-	JitterNs                                    uint64 // 0, or the most a kernel waits before it starts (--jitter-us)
-	Rank, Ranks, Tokens, Hidden, TopK           int32
-	LocalExperts                                int32
-	OwnTokens                                   int32 // the tokens this rank dispatches
-	CombineMode, FP8, InlineProto, CombineProto int32
-	Epoch                                       int32
-	Flags                                       int32 // Flag*
-	Grid                                        int32 // the launch's blocks (gridDim.x; Launch.SetArgs)
-	Y, Out, RowPos                              uint64
-	OffInlineCombine, OffInlineDispatch         uint64
-	TokensOf                                    uint64 // 0, or int32 [R]: the tokens each rank dispatches
-	Active                                      uint64 // 0, or int32 [R]: the mask of active ranks (-T)
-	OffCombineRecv, OffCombineSignal            uint64
-	RecvScales                                  uint64
-	Err, Expect                                 uint64
-	RecvX, RecvCount                            uint64
-	OffDispatchRecv                             uint64
-	SrcInfo, LayoutRange                        uint64
-	RecvTopkIdx, RecvTopkW                      uint64 // rank-major outputs
-	OffDispatchSignal, OffDispatchCounts        uint64
-	OffInlineCounts                             uint64
+	Peers, X, TopkIdx, TopkW             uint64
+	Clock                                uint64 // 0, or the device clock (ClockBytes)
+	Trace                                uint64
+	TimeoutNs                            uint64
+	JitterNs                             uint64 // 0, or the most a kernel waits before it starts (--jitter-us)
+	Rank, Ranks, Tokens, Hidden, TopK    int32
+	LocalExperts                         int32
+	OwnTokens                            int32 // the tokens this rank dispatches
+	Modes                                int32 // the variant's fields and the flags (Variant.SetArgs, SetFlag; Modes*)
+	Epoch                                int32
+	Grid                                 int32 // the launch's blocks (gridDim.x; Launch.SetArgs)
+	RowPos, Y, Out                       uint64
+	OffInlineCombine, OffInlineDispatch  uint64
+	TokensOf                             uint64 // 0, or int32 [R]: the tokens each rank dispatches
+	Active                               uint64 // 0, or int32 [R]: the mask of active ranks (-T)
+	OffCombineRecv, OffCombineSignal     uint64
+	RecvScales                           uint64
+	Err, Expect                          uint64
+	RecvX, RecvCount                     uint64
+	OffDispatchRecv                      uint64
+	SrcInfo, LayoutRange                 uint64
+	RecvTopkIdx, RecvTopkW               uint64 // rank-major outputs
+	OffDispatchSignal, OffDispatchCounts uint64
+	OffInlineCounts                      uint64
 }
 
-// ArgsSize is sizeof(LLArgs): 30 eight-byte fields and 14 four-byte fields
+// ArgsSize is sizeof(LLArgs): 30 eight-byte fields and 10 four-byte fields
 // (the test derives it from ll.cuh).
-const ArgsSize = 30*8 + 14*4
+const ArgsSize = 30*8 + 10*4
 
-// Combine modes (LLArgs.combine_mode, kMode* in ll.cuh).
+// The fields of LLArgs.modes (kModes* in ll.cuh): four bits each for the
+// dispatch's signalling (Proto*), the combine's (Proto*), FP8 (0 or 1) and
+// the combine mode (Mode*), then the flags (Flag*) from bit 16. The kernels
+// read the five in one word so that what the combine reads first fits two
+// constant lines (docs/PERF.md, kernels v54).
+const (
+	ModesDispatchShift = 0
+	ModesCombineShift  = 4
+	ModesFP8Shift      = 8
+	ModesModeShift     = 12
+	ModesFlagsShift    = 16
+	ModesVariantMask   = 1<<ModesFlagsShift - 1
+	// ModesZeroShift: bits 24..31 stay zero, the flags take the bits
+	// below them. The kernels read them as an index the compiler cannot
+	// fold (kModesZeroShift in ll.cu).
+	ModesZeroShift = 24
+)
+
+// ModesWord is the variant part of LLArgs.modes (modes_word in ll.cuh).
+func ModesWord(dispatchProto, combineProto, fp8, combineMode int32) int32 {
+	return dispatchProto<<ModesDispatchShift | combineProto<<ModesCombineShift | fp8<<ModesFP8Shift |
+		combineMode<<ModesModeShift
+}
+
+// FP8 reports whether a.Modes names an FP8 dispatch.
+func (a *Args) FP8() bool { return a.Modes>>ModesFP8Shift&15 != 0 }
+
+// SetFlag sets or clears flag f (Flag*) in a.Modes. It panics on a flag
+// that would reach bit ModesZeroShift.
+func (a *Args) SetFlag(f int32, on bool) {
+	if f <= 0 || f >= 1<<(ModesZeroShift-ModesFlagsShift) {
+		panic("kernels: a flag outside the flags' bits of LLArgs.modes")
+	}
+	if on {
+		a.Modes |= f << ModesFlagsShift
+	} else {
+		a.Modes &^= f << ModesFlagsShift
+	}
+}
+
+// Combine modes (the combine mode of LLArgs.modes, kMode* in ll.cuh).
 const (
 	ModeRankLocalReduce = 0
 	ModeDirectSend      = 1
 	ModeRankMajor       = 2 // the rank-major layout; its combine reduces per rank
 )
 
-// FlagPrescale (LLArgs.flags, kFlagPrescale): the rank-major combine scales
+// FlagPrescale (a flag of LLArgs.modes, kFlagPrescale; Args.SetFlag): the rank-major combine scales
 // each slot by the token's weight sum on this rank first, as a validated
 // pair does.
 const FlagPrescale = 1
@@ -57,7 +96,7 @@ const FlagPrescale = 1
 // change between calls (CUDA graphs). Zeroed before the first call.
 const ClockBytes = 8 * 8
 
-// Signalling of an operation (LLArgs.inline_proto and combine_proto).
+// Signalling of an operation (the dispatch's and the combine's in LLArgs.modes).
 const (
 	ProtoFenced int32 = 0
 	ProtoInline int32 = 1
@@ -114,9 +153,8 @@ func (a *Args) Put(b []byte) {
 		}
 	}
 	u64(a.Peers, a.X, a.TopkIdx, a.TopkW, a.Clock, a.Trace, a.TimeoutNs, a.JitterNs)
-	i32(a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalExperts, a.OwnTokens, a.CombineMode, a.FP8, a.InlineProto,
-		a.CombineProto, a.Epoch, a.Flags, a.Grid)
-	u64(a.Y, a.Out, a.RowPos, a.OffInlineCombine, a.OffInlineDispatch, a.TokensOf, a.Active, a.OffCombineRecv,
+	i32(a.Rank, a.Ranks, a.Tokens, a.Hidden, a.TopK, a.LocalExperts, a.OwnTokens, a.Modes, a.Epoch, a.Grid)
+	u64(a.RowPos, a.Y, a.Out, a.OffInlineCombine, a.OffInlineDispatch, a.TokensOf, a.Active, a.OffCombineRecv,
 		a.OffCombineSignal, a.RecvScales, a.Err, a.Expect, a.RecvX, a.RecvCount, a.OffDispatchRecv, a.SrcInfo, a.LayoutRange,
 		a.RecvTopkIdx, a.RecvTopkW, a.OffDispatchSignal, a.OffDispatchCounts, a.OffInlineCounts)
 }

@@ -92,6 +92,12 @@ func TestMirrorsMatchTheSource(t *testing.T) {
 		"kModeDirectSend":      ModeDirectSend,
 		"kModeRankMajor":       ModeRankMajor,
 		"kFlagPrescale":        FlagPrescale,
+		"kModesDispatchShift":  ModesDispatchShift,
+		"kModesCombineShift":   ModesCombineShift,
+		"kModesFP8Shift":       ModesFP8Shift,
+		"kModesModeShift":      ModesModeShift,
+		"kModesFlagsShift":     ModesFlagsShift,
+		"kModesZeroShift":      ModesZeroShift,
 	} {
 		got, ok := consts[name]
 		if !ok {
@@ -101,6 +107,57 @@ func TestMirrorsMatchTheSource(t *testing.T) {
 		if got != want {
 			t.Errorf("%s = %d in the kernels, the Go mirror says %d", name, got, want)
 		}
+	}
+}
+
+// The modes word: each variant's fields in their four bits, the flags above
+// them, and neither SetArgs nor SetFlag touches the other's bits.
+func TestModesWord(t *testing.T) {
+	for _, c := range []struct {
+		d, c, fp8, mode, want int32
+	}{
+		{ProtoFenced, ProtoFenced, 0, ModeRankLocalReduce, 0},
+		{ProtoLines, ProtoLines, 0, ModeRankLocalReduce, 0x22},
+		{ProtoInline, ProtoInline, 1, ModeDirectSend, 0x1111},
+		{ProtoLines, ProtoFenced, 1, ModeRankMajor, 0x2102},
+	} {
+		if got := ModesWord(c.d, c.c, c.fp8, c.mode); got != c.want {
+			t.Errorf("ModesWord(%d, %d, %d, %d) = %#x, want %#x", c.d, c.c, c.fp8, c.mode, got, c.want)
+		}
+	}
+	if ModesVariantMask != 0xffff || ModesWord(3, 15, 15, 15)&^ModesVariantMask != 0 {
+		t.Errorf("the variant's fields reach past bit 16 (mask %#x)", ModesVariantMask)
+	}
+	for _, f := range []int32{FlagPrescale} {
+		if f<<ModesFlagsShift >= 1<<ModesZeroShift {
+			t.Errorf("flag %#x reaches the zero bits of the modes word", f)
+		}
+	}
+	for _, f := range []int32{0, 1 << 8, -1} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("SetFlag(%#x) did not panic", f)
+				}
+			}()
+			var a Args
+			a.SetFlag(f, true)
+		}()
+	}
+	var a Args
+	a.SetFlag(FlagPrescale, true)
+	v := Variant{Dispatch: ProtoLines, Combine: ProtoLines, FP8: true, RankMajor: true}
+	v.SetArgs(&a)
+	if want := int32(FlagPrescale<<16 | 0x2122); a.Modes != want || !a.FP8() {
+		t.Errorf("SetArgs after SetFlag: modes %#x, want %#x", a.Modes, want)
+	}
+	a.SetFlag(FlagPrescale, false)
+	if a.Modes != 0x2122 {
+		t.Errorf("SetFlag(false): modes %#x, want 0x2122", a.Modes)
+	}
+	Variant{Dispatch: ProtoFenced, Combine: ProtoFenced}.SetArgs(&a)
+	if a.Modes != 0 || a.FP8() {
+		t.Errorf("SetArgs of a BF16 fenced rank_local_reduce variant: modes %#x, want 0", a.Modes)
 	}
 }
 

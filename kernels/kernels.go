@@ -141,7 +141,7 @@ func (v Variant) Defines() string {
 	return d
 }
 
-// mode is the variant's LLArgs.combine_mode (Mode*).
+// mode is the variant's combine mode in LLArgs.modes (Mode*).
 func (v Variant) mode() int32 {
 	switch {
 	case v.RankMajor:
@@ -152,11 +152,10 @@ func (v Variant) mode() int32 {
 	return ModeRankLocalReduce
 }
 
-// SetArgs sets the fields of a that name the variant (the kernels check
-// them against their module's).
+// SetArgs sets the fields of a.Modes that name the variant (the kernels
+// check them against their module's), keeping its flags.
 func (v Variant) SetArgs(a *Args) {
-	a.InlineProto, a.CombineProto = v.Dispatch, v.Combine
-	a.FP8, a.CombineMode = int32(b01(v.FP8)), v.mode()
+	a.Modes = a.Modes&^ModesVariantMask | ModesWord(v.Dispatch, v.Combine, int32(b01(v.FP8)), v.mode())
 }
 
 // variantsFile lists the variants, one name (Variant.String) a line, #

@@ -16,6 +16,10 @@ struct LLArgs {
     // bank, whose first reads are serial misses (docs/PERF.md, kernels v42):
     // what every entry reads first, then the combine's own, then the rest.
     // (The parameters start at 0x210, in the line of driver words at 0x200.)
+    // What the combine reads up to its first own item's routing lies in
+    // 0x210..0x27f, two lines (err aside, read only when the variant check
+    // fails): the four fields that name the variant and the flags share one
+    // word, `modes`, to make room for grid and row_pos there (kernels v54).
     const uint64_t* peers;     // [R] base of every rank's symmetric buffer, mapped here (own included)
     const __nv_bfloat16* x;    // [T, H] token rows
     const int64_t* topk_idx;   // [T, K] selected experts, -1 masked
@@ -31,16 +35,12 @@ struct LLArgs {
     int32_t topk;
     int32_t local_experts;
     int32_t own_tokens;        // the tokens this rank dispatches, at most `tokens`
-    int32_t combine_mode;      // kMode*: rank_local_reduce, direct_send, or the rank-major layout
-    int32_t fp8;               // 1: dispatch carries E4M3 with one scale per 128 channels
-    int32_t inline_proto;      // the dispatch's signalling (combine reads its headers): kProto*
-    int32_t combine_proto;     // the combine's signalling: kProtoFenced, kProtoInline or kProtoLines
+    int32_t modes;             // the variant's four fields and the flags in one word (kModes*; arg_* below read them)
     int32_t epoch;             // call number, tags dispatch messages so stale slots are ignored
-    int32_t flags;             // kFlag*
     int32_t grid;              // the launch's blocks, gridDim.x, which the combine reads from here (docs/PERF.md, kernels v53)
+    int* row_pos;              // [R, T, K] row of selection (s, t, k) inside its expert (internal)
     const __nv_bfloat16* y;    // [L, R*T, H] combine input (expert outputs)
     __nv_bfloat16* out;        // [T, H] combine output
-    int* row_pos;              // [R, T, K] row of selection (s, t, k) inside its expert (internal)
     uint64_t off_inline_combine;   // inline: [max(T*K, R*T)] rows of H/4 units; lines: rows of lines ([R*T], direct_send [T*K])
     uint64_t off_inline_dispatch;  // inline and lines protocols: [2, R, T] slots of units (inline_slot_units)
     const int* tokens_of;      // [R] the tokens each rank dispatches (-l, -N), or null: every rank `tokens`
@@ -62,22 +62,43 @@ struct LLArgs {
     uint64_t off_inline_counts;    // inline and lines protocols: [2, R, L] units
 };
 
-// Combine modes (LLArgs.combine_mode). Rank-major is a layout of the
-// dispatch output, [R, T] slots (docs/DESIGN.md); its combine reduces per
-// rank as rank_local_reduce does, each rank's partial being the slot's row.
+// Combine modes (in LLArgs.modes; arg_combine_mode). Rank-major is a layout
+// of the dispatch output, [R, T] slots (docs/DESIGN.md); its combine reduces
+// per rank as rank_local_reduce does, each rank's partial being the slot's
+// row.
 constexpr int kModeRankLocalReduce = 0;
 constexpr int kModeDirectSend = 1;
 constexpr int kModeRankMajor = 2;
 
-// LLArgs.flags. kFlagPrescale (rank-major): combine scales each slot's row
-// by the sum of the token's weights on this rank before it is sent, what
-// ep_bench does outside its timed loop before a validated combine.
+// Flags (in LLArgs.modes; arg_flags). kFlagPrescale (rank-major): combine
+// scales each slot's row by the sum of the token's weights on this rank
+// before it is sent, what ep_bench does outside its timed loop before a
+// validated combine.
 constexpr int kFlagPrescale = 1;
+
+// LLArgs.modes: four bits each for the dispatch's signalling (kProto*), the
+// combine's (kProto*), FP8 (0 or 1) and the combine mode (kMode*), from bit
+// 0 up, then the flags (kFlag*) from bit 16; bits 24..31 stay zero
+// (kModesZeroShift in ll.cu). One word where there were five, so that the
+// fields the combine reads first fit two constant lines (kernels v54).
+constexpr int kModesDispatchShift = 0;
+constexpr int kModesCombineShift = 4;
+constexpr int kModesFP8Shift = 8;
+constexpr int kModesModeShift = 12;
+constexpr int kModesFlagsShift = 16;
+constexpr int kModesVariantMask = (1 << kModesFlagsShift) - 1;
+
+// The variant part of a modes word.
+__host__ __device__ constexpr int modes_word(int dispatch_proto, int combine_proto, int fp8, int combine_mode) {
+    return dispatch_proto << kModesDispatchShift | combine_proto << kModesCombineShift | fp8 << kModesFP8Shift |
+           combine_mode << kModesModeShift;
+}
 
 // A module is built for one variant of the operations (scripts/ptx.sh, one
 // PTX file each): EPBENCH_DISPATCH_PROTO and EPBENCH_COMBINE_PROTO (kProto*),
-// EPBENCH_FP8 (0 or 1) and EPBENCH_COMBINE_MODE (kMode*) fix the LLArgs fields of the
-// same meaning, so the compiler leaves out every other variant's code. At a
+// EPBENCH_FP8 (0 or 1) and EPBENCH_COMBINE_MODE (kMode*) fix the fields of
+// LLArgs.modes of the same meaning (arg_* below), so the compiler leaves out
+// every other variant's code. At a
 // few tokens the kernels' time is largely instruction fetch, which grows with
 // the code they run through (docs/PERF.md). A build without them (a compile
 // check) takes the fields at run time.
@@ -86,10 +107,27 @@ constexpr int kFlagPrescale = 1;
 #error "a variant build defines all of EPBENCH_DISPATCH_PROTO, EPBENCH_COMBINE_PROTO, EPBENCH_FP8 and EPBENCH_COMBINE_MODE"
 #endif
 
-// Signalling of an operation (LLArgs.inline_proto, combine_proto).
+// Signalling of an operation (the two proto fields of LLArgs.modes).
 constexpr int kProtoFenced = 0;  // the data, one system-scope fence, one release per peer
 constexpr int kProtoInline = 1;  // every 8 data bytes travel with the call's flag (no fence, no counters)
 constexpr int kProtoLines = 2;   // 128-byte lines that carry the call's flag (below)
+
+// The fields of LLArgs.modes. In a variant build the first four are the
+// module's (variant_ok checked the call's against them), constants the
+// compiler folds; otherwise they are read from the word.
+__device__ __forceinline__ int modes_field(const LLArgs& a, int shift) { return a.modes >> shift & 15; }
+#ifdef EPBENCH_DISPATCH_PROTO
+__device__ __forceinline__ int arg_dispatch_proto(const LLArgs&) { return EPBENCH_DISPATCH_PROTO; }
+__device__ __forceinline__ int arg_combine_proto(const LLArgs&) { return EPBENCH_COMBINE_PROTO; }
+__device__ __forceinline__ bool arg_fp8(const LLArgs&) { return EPBENCH_FP8 != 0; }
+__device__ __forceinline__ int arg_combine_mode(const LLArgs&) { return EPBENCH_COMBINE_MODE; }
+#else
+__device__ __forceinline__ int arg_dispatch_proto(const LLArgs& a) { return modes_field(a, kModesDispatchShift); }
+__device__ __forceinline__ int arg_combine_proto(const LLArgs& a) { return modes_field(a, kModesCombineShift); }
+__device__ __forceinline__ bool arg_fp8(const LLArgs& a) { return modes_field(a, kModesFP8Shift) != 0; }
+__device__ __forceinline__ int arg_combine_mode(const LLArgs& a) { return modes_field(a, kModesModeShift); }
+#endif
+__device__ __forceinline__ int arg_flags(const LLArgs& a) { return a.modes >> kModesFlagsShift; }
 
 // The device clock, for calls whose arguments never change (captured in a
 // CUDA graph): two records of {epoch, dispatch expect, combine expect}, the

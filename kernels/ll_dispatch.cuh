@@ -46,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     int* const total_r = dyn + 2 * E + R;
     const int vec_per_row = H / 8;  // uint4 = 8 bf16
     const int hdr = header_bytes(K), msg = message_bytes(K, H);
-    const int rb = row_bytes(H, a.fp8), groups = H / kScaleBlock;
+    const int rb = row_bytes(H, arg_fp8(a)), groups = H / kScaleBlock;
     const uint64_t self = a.peers[a.rank];
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
     const int lo = a.rank * L, hi = lo + L;
@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     int t0, t1;
     token_range(own, t0, t1);
 
-    const bool inl = a.inline_proto == kProtoInline, lines = a.inline_proto == kProtoLines;
+    const bool inl = arg_dispatch_proto(a) == kProtoInline, lines = arg_dispatch_proto(a) == kProtoLines;
     // This thread's peer's base (one a thread: R <= kMaxRanks <= kThreads).
     // Lines and the spread entry (inline always spreads) load it first, so
     // that its round trip overlaps the loads issued below, and store it to
@@ -96,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     };
     // Spread, the rows leave from many SMs (see the send pass), so the block
     // holds no row.
-    // spreads(a.inline_proto, own), which variant_ok checked. Not const: the
+    // spreads(arg_dispatch_proto(a), own), which variant_ok checked. Not const: the
     // optimizer still drops the other path, and the front end does not call
     // the path after the spread one's return unreachable in the spread entry.
     bool spread = EPBENCH_SPREAD != 0;
@@ -140,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // from the half-warp's first lane) into the token's message to peer q:
     // fenced past the header, inline as flagged units.
     auto put_peer_vec = [&](int q, int t, int v, const uint4& val, const uint2& q8, float scale) {
-        if (!a.fp8) {
+        if (!arg_fp8(a)) {
             if (inl) vec_store(islot_at(q, t) + p0 + 2 * v, val, flag);
             else reinterpret_cast<uint4*>(slot_at(q, t) + hdr)[v] = val;
         } else if (inl) {
@@ -156,7 +156,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // The same vector into row `row` of this rank's recv (FP8: the scale
     // into recv_scales).
     auto put_own_vec = [&](int64_t row, int v, const uint4& val, const uint2& q8, float scale) {
-        if (!a.fp8) {
+        if (!arg_fp8(a)) {
             reinterpret_cast<uint4*>(recv + row * rb)[v] = val;
         } else {
             reinterpret_cast<uint2*>(recv + row * rb)[v] = q8;
@@ -189,7 +189,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // After the routing's loads are issued and the counters zeroed: a store
     // to shared memory waits for its load.
     if (peer_first && (int)threadIdx.x < R) peer_base[threadIdx.x] = my_peer;
-    const int nhl = lines_header_lines(K), nrl = lines_row_lines(H, a.fp8);
+    const int nhl = lines_header_lines(K), nrl = lines_row_lines(H, arg_fp8(a));
     // The current token's own-rank rows into own_rows and nown, from each
     // lane's selection: `mine` (on this rank) and its row in recv (rank-major:
     // the token's slot, the same in every such lane). Warp-collective.
@@ -380,7 +380,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
         uint2 q8;
         float scale = 0.f;
-        if (a.fp8) q8 = quantize8(val, half, &scale);
+        if (arg_fp8(a)) q8 = quantize8(val, half, &scale);
         // Each peer once: the lowest selection left names it, then every
         // selection of that peer is taken off (the half-warp's ballots, each
         // and-ed with `half`: a ballot also sets the bits of the other
@@ -411,7 +411,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             if (v >= vec_per_row) break;
             uint2 q8;
             float scale = 0.f;
-            if (a.fp8) q8 = quantize8(xv[u], half, &scale);  // a half-warp holds 128 channels
+            if (arg_fp8(a)) q8 = quantize8(xv[u], half, &scale);  // a half-warp holds 128 channels
             for (int i = 0; i < nd; i++) put_peer_vec(dests[i], t, v, xv[u], q8, scale);  // fenced
         }
         __syncthreads();  // dests is rewritten for the next token
@@ -463,9 +463,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // one (FP8: past the E4M3 data, the scales into recv_scales).
     auto put_line_words = [&](int64_t r, int w, uint64_t d0, uint64_t d1) {
         const uint4 val = make_uint4((uint32_t)d0, (uint32_t)(d0 >> 32), (uint32_t)d1, (uint32_t)(d1 >> 32));
-        if (w < (a.fp8 ? H / 8 : H / 4)) {
+        if (w < (arg_fp8(a) ? H / 8 : H / 4)) {
             reinterpret_cast<uint4*>(recv + r * rb)[w / 2] = val;
-        } else if (a.fp8) {
+        } else if (arg_fp8(a)) {
             const int g = 2 * (w - H / 8);
             const uint32_t sc[4] = {val.x, val.y, val.z, val.w};
 #pragma unroll
@@ -480,7 +480,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
     // warps).
     for (int t = t0; lines && t < t1; t++) {
         if (warp == 0) headers_of(t, true, tok_e, tok_w);
-        if (a.fp8) {
+        if (arg_fp8(a)) {
 #pragma unroll
             for (int u = 0; u < kMaxVecPerThread; u++) {
                 const int v = threadIdx.x + u * kThreads;
@@ -512,7 +512,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             const int ln = 4 * q4 + lane / 8;
             const int w = ln < nrl ? line_word(ln) : -1;
             uint64_t d0 = 0, d1 = flag64;  // part 7
-            if (w >= 0 && !a.fp8) {
+            if (w >= 0 && !arg_fp8(a)) {
                 // 16 bytes of the row (w is even, H / 4 too)
                 const uint4 v = w < H / 4 ? __ldg(reinterpret_cast<const uint4*>(xw) + w / 2) : make_uint4(0, 0, 0, 0);
                 d0 = (uint64_t)v.y << 32 | v.x;
@@ -614,7 +614,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             if (v >= vec_per_row) break;  // half-warp uniform: 16 | vec_per_row for FP8
             uint2 q8;
             float scale = 0.f;
-            if (a.fp8) q8 = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
+            if (arg_fp8(a)) q8 = quantize8(xr[u], half, &scale);  // a half-warp holds 128 channels
 #pragma unroll 1
             for (int i = 0; i < no; i++) put_own_vec(own_rows[i], v, xr[u], q8, scale);
         }
@@ -720,7 +720,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
         }
     }
     const int nmsg = (R - 1) * T;
-    const int nvec = inl && a.fp8 ? H / 8 : rb / 16;  // per row: 16-byte vectors, or inline FP8 8-byte units
+    const int nvec = inl && arg_fp8(a) ? H / 8 : rb / 16;  // per row: 16-byte vectors, or inline FP8 8-byte units
     bool traced = false;
     if (lines) {
         // The own rank's rows are written (the send pass); the workers
@@ -815,15 +815,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             uint4 pv[kVecPerLane];
             constexpr int kUnits = 2 * kVecPerLane + 1;
             uint4 un[kUnits];
-            const int upv = a.fp8 ? 1 : 2;  // inline: units per vector
+            const int upv = arg_fp8(a) ? 1 : 2;  // inline: units per vector
             // FP8: the scales of the slice's channel groups, one per lane.
             const int gps = kSliceVecs * (inl ? 8 : 16) / kScaleBlock;
             const int g = (v0 - lane) / kSliceVecs * gps + lane;
-            const bool has_scale = a.fp8 && lane < gps && g < groups;
+            const bool has_scale = arg_fp8(a) && lane < gps && g < groups;
             auto unit_at = [&](int i) -> const uint4* {
                 if (i == kUnits - 1) return has_scale ? islot + p0 + H / 8 + g : nullptr;
                 const int u = i / 2, v = v0 + u * kWarp;
-                if (v >= nvec || (i % 2 == 1 && a.fp8)) return nullptr;
+                if (v >= nvec || (i % 2 == 1 && arg_fp8(a))) return nullptr;
                 return islot + p0 + upv * v + i % 2;
             };
 #pragma unroll
@@ -915,7 +915,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
                 for (int u = 0; u < kVecPerLane; u++) {
                     const int v = v0 + u * kWarp;
                     if (v >= nvec) continue;
-                    if (inl && a.fp8) reinterpret_cast<uint2*>(recv + r * rb)[v] = make_uint2(pv[u].x, pv[u].y);
+                    if (inl && arg_fp8(a)) reinterpret_cast<uint2*>(recv + r * rb)[v] = make_uint2(pv[u].x, pv[u].y);
                     else reinterpret_cast<uint4*>(recv + r * rb)[v] = pv[u];
                 }
                 if (has_scale) a.recv_scales[r * groups + g] = scale;
@@ -953,7 +953,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
             const int v = wt + u * kWorkers;
             if (v < nvec) pv[u] = __ldcg(reinterpret_cast<const uint4*>(slot + hdr) + v);
         }
-        if (a.fp8 && wt < groups) scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + wt);
+        if (arg_fp8(a) && wt < groups) scale = __ldcg(reinterpret_cast<const float*>(slot + hdr + H) + wt);
         if (warp == 1) {
             int e = -1, p = 0;
             const bool live = fenced_header(a, slot, &e, &p);
@@ -982,7 +982,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) EPBENCH_DISPATCH_ENTRY
 #pragma unroll 1
             for (int i = 0; i < n; i++) reinterpret_cast<uint4*>(recv + rows[i] * rb)[v] = pv[u];
         }
-        if (a.fp8 && wt < groups) {
+        if (arg_fp8(a) && wt < groups) {
 #pragma unroll 1
             for (int i = 0; i < n; i++) a.recv_scales[rows[i] * groups + wt] = scale;
         }

@@ -246,8 +246,8 @@ func TestRankMajorPlan(t *testing.T) {
 		}
 		var a Args
 		l.Variant.SetArgs(&a)
-		if a.CombineMode != ModeRankMajor {
-			t.Errorf("%s: combine_mode %d", c.want, a.CombineMode)
+		if mode := a.Modes >> ModesModeShift & 15; mode != ModeRankMajor {
+			t.Errorf("%s: combine mode %d (modes %#x)", c.want, mode, a.Modes)
 		}
 	}
 	c := config.Default()

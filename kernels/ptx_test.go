@@ -115,8 +115,9 @@ func TestVariantNamesAndDefines(t *testing.T) {
 	}
 	var a Args
 	v.SetArgs(&a)
-	if a.InlineProto != ProtoFenced || a.CombineProto != ProtoLines || a.FP8 != 1 || a.CombineMode != 1 {
-		t.Errorf("SetArgs: %+v", a)
+	// fenced 0, lines 2 << 4, FP8 1 << 8, direct_send 1 << 12
+	if a.Modes != 0x1120 || !a.FP8() {
+		t.Errorf("SetArgs: modes %#x, want 0x1120", a.Modes)
 	}
 	if got := (Variant{Dispatch: ProtoInline, Combine: ProtoInline}).Module(); got != "ll_inline_inline_bf16_rlr.ptx" {
 		t.Errorf("Module() = %q", got)
