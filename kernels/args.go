@@ -135,9 +135,14 @@ func DecodeError(w uint32) (phase, peer int) {
 // TracePoints is the number of phase stamps per block (kTracePoints).
 const TracePoints = 8
 
-// Put encodes a into b (at least ArgsSize bytes) without allocating.
+// Put encodes a into b (at least ArgsSize bytes) without allocating. It
+// panics when a.Modes sets a bit from ModesZeroShift up, which the kernels
+// take as an index (a defect of the caller).
 func (a *Args) Put(b []byte) {
 	_ = b[ArgsSize-1]
+	if a.Modes>>ModesZeroShift != 0 {
+		panic("kernels: LLArgs.modes sets a bit from 24 up")
+	}
 	le := binary.LittleEndian
 	o := 0
 	u64 := func(vs ...uint64) {

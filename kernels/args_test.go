@@ -144,6 +144,15 @@ func TestModesWord(t *testing.T) {
 			a.SetFlag(f, true)
 		}()
 	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Put of a modes word with bit 24 set did not panic")
+			}
+		}()
+		a := Args{Modes: 1 << ModesZeroShift}
+		a.Put(make([]byte, ArgsSize))
+	}()
 	var a Args
 	a.SetFlag(FlagPrescale, true)
 	v := Variant{Dispatch: ProtoLines, Combine: ProtoLines, FP8: true, RankMajor: true}
@@ -318,6 +327,9 @@ func TestArgsPutMirrorsLLArgs(t *testing.T) {
 		want[0] = byte(i + 1)
 		for j := 1; j < c.size; j++ {
 			want[j] = byte(0x80 + j)
+		}
+		if c.name == "modes" {
+			want[3] = 0 // bits 24..31 stay zero (Put refuses them)
 		}
 		var a Args
 		v := reflect.ValueOf(&a).Elem().FieldByIndex(f.Index)
